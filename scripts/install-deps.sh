@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what lowbit needs on Debian 12 (idempotent; skips apt when everything is present).
+set -euo pipefail
+pkgs=(g++ cmake ninja-build pkg-config libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+      libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libsimde-dev
+      python3-numpy python3-torch python3-torchvision python3-onnx binutils nodejs npm)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole test suite: release build + every test (unit, ONNX conformance, PyTorch oracles),
+# then a debug build with ASan+UBSan running the unit and conformance tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+jobs=$(nproc)
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$jobs"
+ctest --preset release -j "$jobs"
+if [ "${LOWBIT_SKIP_SANITIZERS:-0}" != 1 ]; then
+  cmake --preset debug >/dev/null
+  cmake --build --preset debug -j "$jobs"
+  ctest --preset debug -j "$jobs" -LE e2e
+fi

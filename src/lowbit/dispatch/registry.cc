@@ -1,0 +1,98 @@
+#include "lowbit/dispatch/registry.h"
+
+#include <mutex>
+
+#include "lowbit/common/error.h"
+#include "lowbit/ir/op_schema.h"
+#include "lowbit/kernels/reference/reference.h"
+
+namespace lowbit {
+namespace {
+
+// Adapts a reference function to the Kernel interface: the portable fallback of every op.
+class ReferenceKernel final : public Kernel {
+ public:
+  ReferenceKernel(const Graph& g, const Node& n, ReferenceFn fn) : g_(g), n_(n), fn_(fn) {}
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool&) override {
+    fn_(g_, n_, in, out);
+  }
+
+ private:
+  const Graph& g_;
+  const Node& n_;
+  ReferenceFn fn_;
+};
+
+std::string reference_check(const NodeContext&) { return ""; }
+
+std::unique_ptr<Kernel> reference_create(const NodeContext& ctx) {
+  return std::make_unique<ReferenceKernel>(ctx.graph, ctx.node, find_reference(ctx.node.op));
+}
+
+// The fast candidates of the table followed by one reference candidate per op with a reference
+// kernel; built once, so candidate pointers stay valid for the process lifetime.
+const std::vector<KernelCandidate>& full_table() {
+  static const std::vector<KernelCandidate> table = [] {
+    std::vector<KernelCandidate> t = all_candidates();
+    for (const std::string& op : supported_ops())
+      if (find_reference(op))
+        t.push_back(KernelCandidate{op, "reference-" + op, Arch::x86_64, {}, reference_check, reference_create});
+    return t;
+  }();
+  return table;
+}
+
+std::string join_features(const std::vector<Feature>& fs) {
+  std::string s;
+  for (Feature f : fs) s += (s.empty() ? "" : "+") + std::string(feature_name(f));
+  return s;
+}
+
+}  // namespace
+
+std::vector<const KernelCandidate*> candidates_for(std::string_view op) {
+  std::vector<const KernelCandidate*> v;
+  for (const auto& c : full_table())
+    if (c.op == op) v.push_back(&c);
+  return v;
+}
+
+const KernelCandidate* find_candidate(std::string_view name) {
+  for (const auto& c : full_table())
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+Choice select_kernel(const NodeContext& ctx) {
+  Choice choice;
+  for (const KernelCandidate* c : candidates_for(ctx.node.op)) {
+    std::string reason;
+    bool portable = c->features.empty();
+    if (!portable && c->arch != ctx.target.arch) {
+      reason = std::string("needs ") + (c->arch == Arch::x86_64 ? "x86-64" : "aarch64") + ": target is " +
+               (ctx.target.arch == Arch::x86_64 ? "x86-64" : "aarch64");
+    } else {
+      std::string lacking;
+      for (Feature f : c->features)
+        if (!ctx.target.has(f)) lacking += (lacking.empty() ? "" : ", ") + std::string(feature_name(f));
+      if (!lacking.empty())
+        reason = "needs " + join_features(c->features) + ": target " + ctx.target.name + " lacks " + lacking;
+      else
+        reason = c->check(ctx);
+    }
+    if (reason.empty() && choice.chosen)
+      reason = "applies, but ranked below " + choice.chosen->name;
+    if (reason.empty())
+      choice.chosen = c;
+    else
+      choice.rejected.push_back({c, reason});
+  }
+  if (!choice.chosen) {
+    std::string why;
+    for (auto& r : choice.rejected) why += "\n  " + r.candidate->name + ": " + r.reason;
+    throw Error("node " + ctx.node.label() + ": no kernel can run it" + (why.empty() ? " (no candidates)" : why));
+  }
+  return choice;
+}
+
+}  // namespace lowbit

@@ -1,0 +1,57 @@
+#pragma once
+// The kernel registry: per op, an ordered list of candidates (best first). Each candidate states
+// the CPU features it needs and a check that returns why it does not apply to a node. select()
+// is the only place kernels are chosen; `explain` prints its Choice verbatim.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lowbit/ir/graph.h"
+#include "lowbit/runtime/kernel.h"
+#include "lowbit/target/target.h"
+
+namespace lowbit {
+
+struct NodeContext {
+  const Graph& graph;
+  const Node& node;
+  const Target& target;
+  int threads = 1;
+
+  const Value& in(size_t i) const { return graph.value(node.inputs.at(i)); }
+  const Value& out(size_t i) const { return graph.value(node.outputs.at(i)); }
+  bool has_input(size_t i) const { return i < node.inputs.size() && node.inputs[i] != kNoValue; }
+  const Tensor* constant(size_t i) const { return has_input(i) ? graph.constant(node.inputs[i]) : nullptr; }
+};
+
+struct KernelCandidate {
+  std::string op;                  // ONNX-style op name the candidate implements
+  std::string name;                // what it computes, tile and ISA: "f32-conv2d-igemm-6x16-avx2"
+  Arch arch = Arch::x86_64;        // ignored for portable kernels
+  std::vector<Feature> features;   // CPU features it needs; empty = portable C++
+  // "" when the candidate can run this node, otherwise the reason it cannot ("stride 3 unsupported").
+  std::string (*check)(const NodeContext&) = nullptr;
+  std::unique_ptr<Kernel> (*create)(const NodeContext&) = nullptr;
+};
+
+struct Rejection {
+  const KernelCandidate* candidate;
+  std::string reason;
+};
+
+struct Choice {
+  const KernelCandidate* chosen = nullptr;
+  std::vector<Rejection> rejected;
+};
+
+// All candidates for an op, best first (the dispatch table, dispatch/table.cc).
+std::vector<const KernelCandidate*> candidates_for(std::string_view op);
+const std::vector<KernelCandidate>& all_candidates();
+// Picks the first candidate whose features the target has and whose check passes; records why
+// each other candidate lost. Throws lowbit::Error naming the node if none applies.
+Choice select_kernel(const NodeContext& ctx);
+// Candidate by exact name (LOWBIT_KERNEL overrides, autotune, artifacts); nullptr if unknown.
+const KernelCandidate* find_candidate(std::string_view name);
+
+}  // namespace lowbit

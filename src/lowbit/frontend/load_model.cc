@@ -1,0 +1,50 @@
+#include "lowbit/frontend/load_model.h"
+
+#include <filesystem>
+
+#include "lowbit/common/error.h"
+#include "lowbit/frontend/onnx/onnx_import.h"
+#include "lowbit/frontend/zoo/zoo.h"
+
+namespace lowbit {
+
+Graph load_model(const std::string& spec, const std::map<std::string, Shape>& input_shapes) {
+  if (is_zoo_model(spec)) {
+    Graph g = build_zoo_model(spec);
+    for (auto& [name, shape] : input_shapes) {
+      bool found = false;
+      for (ValueId v : g.inputs)
+        if (g.value(v).name == name) {
+          g.value(v).shape = shape;
+          found = true;
+        }
+      if (!found) throw Error("--input-shape names '" + name + "', but zoo model " + spec + " has input 'input'");
+    }
+    return g;
+  }
+  if (std::filesystem::exists(spec)) return import_onnx_file(spec, input_shapes);
+  std::string names;
+  for (auto& n : zoo_model_names()) names += " " + n;
+  throw Error("model '" + spec + "' is neither a file nor a zoo model (zoo:" + names + ")");
+}
+
+std::pair<std::string, Shape> parse_input_shape(const std::string& text) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw Error("--input-shape '" + text + "' must look like name=1x3x224x224");
+  Shape s;
+  std::string dims = text.substr(eq + 1);
+  size_t pos = 0;
+  while (pos <= dims.size()) {
+    size_t x = dims.find('x', pos);
+    std::string d = dims.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
+    if (d.empty() || d.find_first_not_of("0123456789") != std::string::npos || std::stoll(d) < 1)
+      throw Error("--input-shape '" + text + "': '" + d + "' is not a positive dimension");
+    s.push_back(std::stoll(d));
+    if (x == std::string::npos) break;
+    pos = x + 1;
+  }
+  return {text.substr(0, eq), s};
+}
+
+}  // namespace lowbit

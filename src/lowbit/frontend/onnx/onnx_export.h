@@ -1,0 +1,17 @@
+#pragma once
+// lowbit IR -> ONNX (opset 13, IR version 7). Meant for graphs as the frontends build them,
+// before lowbit's passes: lowbit-internal forms (fused activations, Conv residual inputs,
+// quantization parameters, sub-byte dtypes) have no ONNX equivalent and are rejected.
+#include <string>
+
+#include "lowbit/ir/graph.h"
+
+namespace lowbit {
+
+constexpr int kExportOnnxOpset = 13;
+
+// Serialises `g` as an ONNX ModelProto; throws lowbit::Error naming the offending node/value.
+std::string export_onnx_bytes(const Graph& g);
+void export_onnx(const Graph& g, const std::string& path);
+
+}  // namespace lowbit

@@ -1,0 +1,21 @@
+#pragma once
+// ONNX -> lowbit IR. Imports opsets 9..17 of the default domain and rewrites older op versions
+// into the canonical (opset-17) forms so that schemas and kernels see one form per op. The
+// importer only translates: validation and passes are the caller's job (CompiledModel::compile).
+#include <map>
+#include <string>
+
+#include "lowbit/ir/graph.h"
+
+namespace lowbit {
+
+constexpr int kMinOnnxOpset = 9;
+constexpr int kMaxOnnxOpset = 17;
+
+// `input_shapes` fixes the shapes of graph inputs by name (the CLI's --input-shape); it must name
+// real inputs and match their rank. Throws lowbit::Error naming the file/node and the reason.
+Graph import_onnx_file(const std::string& path, const std::map<std::string, Shape>& input_shapes = {});
+Graph import_onnx_bytes(const std::string& bytes, const std::map<std::string, Shape>& input_shapes = {},
+                        const std::string& origin = "<memory>");
+
+}  // namespace lowbit

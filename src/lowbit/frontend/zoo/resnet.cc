@@ -1,0 +1,65 @@
+// torchvision.models.resnet18 / resnet50 (v1.5: a Bottleneck strides on its 3x3 conv).
+#include "lowbit/common/error.h"
+#include "lowbit/frontend/zoo/zoo_builder.h"
+
+namespace lowbit::zoo {
+namespace {
+
+struct ResNetSpec {
+  bool bottleneck;
+  int blocks[4];
+};
+
+// torchvision's blocks reuse one ReLU module, so the relus of a block are "<p>.relu", "<p>.relu_1"...
+ValueId basic_block(Builder& b, const std::string& p, ValueId x, int64_t inplanes, int64_t planes, int64_t stride) {
+  ValueId y = b.conv(p + ".conv1", x, inplanes, planes, 3, stride, 1);
+  y = b.relu(p + ".relu", b.batch_norm(p + ".bn1", y, planes));
+  y = b.batch_norm(p + ".bn2", b.conv(p + ".conv2", y, planes, planes, 3, 1, 1), planes);
+  ValueId identity = x;
+  if (stride != 1 || inplanes != planes)
+    identity = b.batch_norm(p + ".downsample.1", b.conv(p + ".downsample.0", x, inplanes, planes, 1, stride, 0), planes);
+  return b.relu(p + ".relu", b.add(p + ".add", y, identity));
+}
+
+ValueId bottleneck(Builder& b, const std::string& p, ValueId x, int64_t inplanes, int64_t planes, int64_t stride) {
+  const int64_t out = planes * 4;
+  ValueId y = b.relu(p + ".relu", b.batch_norm(p + ".bn1", b.conv(p + ".conv1", x, inplanes, planes, 1, 1, 0), planes));
+  y = b.relu(p + ".relu", b.batch_norm(p + ".bn2", b.conv(p + ".conv2", y, planes, planes, 3, stride, 1), planes));
+  y = b.batch_norm(p + ".bn3", b.conv(p + ".conv3", y, planes, out, 1, 1, 0), out);
+  ValueId identity = x;
+  if (stride != 1 || inplanes != out)
+    identity = b.batch_norm(p + ".downsample.1", b.conv(p + ".downsample.0", x, inplanes, out, 1, stride, 0), out);
+  return b.relu(p + ".relu", b.add(p + ".add", y, identity));
+}
+
+}  // namespace
+
+Graph build_resnet(const std::string& name, uint64_t seed) {
+  ResNetSpec spec;
+  if (name == "resnet18")
+    spec = {false, {2, 2, 2, 2}};
+  else if (name == "resnet50")
+    spec = {true, {3, 4, 6, 3}};
+  else
+    throw Error("unknown ResNet variant '" + name + "'");
+
+  Builder b(name, seed);
+  ValueId x = b.input();
+  x = b.relu("relu", b.batch_norm("bn1", b.conv("conv1", x, 3, 64, 7, 2, 3), 64));
+  x = b.max_pool("maxpool", x, 3, 2, 1);
+  const int64_t expansion = spec.bottleneck ? 4 : 1;
+  int64_t inplanes = 64;
+  for (int layer = 0; layer < 4; ++layer) {
+    const int64_t planes = int64_t{64} << layer;
+    for (int i = 0; i < spec.blocks[layer]; ++i) {
+      const std::string p = "layer" + std::to_string(layer + 1) + "." + std::to_string(i);
+      const int64_t stride = (layer > 0 && i == 0) ? 2 : 1;
+      x = spec.bottleneck ? bottleneck(b, p, x, inplanes, planes, stride) : basic_block(b, p, x, inplanes, planes, stride);
+      inplanes = planes * expansion;
+    }
+  }
+  x = b.flatten("flatten", b.global_avg_pool("avgpool", x));
+  return b.finish(b.linear("fc", x, 512 * expansion, 1000, "logits"));
+}
+
+}  // namespace lowbit::zoo

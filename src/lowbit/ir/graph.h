@@ -1,0 +1,77 @@
+#pragma once
+// The IR: a graph of typed values. Nodes are kept in topological order; values carry dtype,
+// shape, an optional constant payload and optional quantization parameters.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lowbit/ir/attributes.h"
+#include "lowbit/ir/tensor.h"
+
+namespace lowbit {
+
+using ValueId = int32_t;
+using NodeId = int32_t;
+constexpr ValueId kNoValue = -1;
+
+// real = scale * (q - zero_point); per tensor (axis = -1, one entry) or per channel along axis.
+struct QuantParams {
+  std::vector<float> scale;
+  std::vector<int32_t> zero_point;
+  int axis = -1;
+};
+
+struct Value {
+  std::string name;
+  DType dtype = DType::f32;
+  Shape shape;
+  bool shape_known = false;  // false until validate() infers it (or the frontend knows it)
+  std::optional<Tensor> constant;
+  std::optional<QuantParams> quant;
+};
+
+struct Node {
+  std::string name;
+  std::string op;
+  std::vector<ValueId> inputs;  // kNoValue marks an omitted optional input
+  std::vector<ValueId> outputs;
+  Attributes attrs;
+
+  // "conv1 (Conv)" — how errors and reports name a node.
+  std::string label() const { return "'" + name + "' (" + op + ")"; }
+};
+
+class Graph {
+ public:
+  std::vector<Value> values;
+  std::vector<Node> nodes;
+  std::vector<ValueId> inputs;   // runtime inputs (non-constant)
+  std::vector<ValueId> outputs;
+  std::string name;
+
+  ValueId add_value(std::string name, DType dtype = DType::f32, Shape shape = {}, bool shape_known = false);
+  ValueId add_constant(std::string name, Tensor t);
+  NodeId add_node(std::string op, std::string name, std::vector<ValueId> inputs, std::vector<ValueId> outputs,
+                  Attributes attrs = {});
+
+  Value& value(ValueId id) { return values.at(static_cast<size_t>(id)); }
+  const Value& value(ValueId id) const { return values.at(static_cast<size_t>(id)); }
+  bool is_constant(ValueId id) const { return id != kNoValue && value(id).constant.has_value(); }
+  const Tensor* constant(ValueId id) const { return is_constant(id) ? &*value(id).constant : nullptr; }
+
+  // Optional input i of node n, or kNoValue.
+  static ValueId input_or_none(const Node& n, size_t i) { return i < n.inputs.size() ? n.inputs[i] : kNoValue; }
+
+  // producer[v] = node index or -1; consumers[v] = node indices (graph outputs not counted).
+  std::vector<NodeId> producers() const;
+  std::vector<std::vector<NodeId>> consumers() const;
+
+  // Reorders nodes topologically; throws lowbit::Error on a cycle or an undefined input.
+  void topo_sort();
+  // Drops nodes whose outputs nobody needs and values nobody references, renumbering ids.
+  void remove_dead();
+
+  std::string unique_name(const std::string& base);
+};
+
+}  // namespace lowbit

@@ -1,0 +1,70 @@
+#pragma once
+// The one validation layer. Every op has a schema: arity, the dtype signatures it accepts and a
+// shape-inference rule. validate() runs them over the whole graph before any pass; later work
+// (quantized and sub-byte ops) adds schemas here, never checks elsewhere.
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lowbit/ir/graph.h"
+
+namespace lowbit {
+
+class InferContext {
+ public:
+  InferContext(Graph& g, Node& n) : g_(g), n_(n) {}
+
+  const Node& node() const { return n_; }
+  const Graph& graph() const { return g_; }
+  const Attributes& attrs() const { return n_.attrs; }
+  size_t num_inputs() const { return n_.inputs.size(); }
+  bool has_input(size_t i) const { return i < n_.inputs.size() && n_.inputs[i] != kNoValue; }
+  DType dtype(size_t i) const;
+  const Shape& shape(size_t i) const;
+  int64_t rank(size_t i) const { return static_cast<int64_t>(shape(i).size()); }
+  // The constant payload of input i, or nullptr if it is computed at run time.
+  const Tensor* constant(size_t i) const;
+  // Constant input i read as a list of ints; fails naming `what` if it is not constant.
+  std::vector<int64_t> constant_ints(size_t i, const char* what) const;
+
+  void set_output(size_t i, DType dtype, Shape shape);
+
+  // Throws lowbit::Error: "node 'conv1' (Conv): <reason>".
+  [[noreturn]] void fail(const std::string& reason) const;
+  void require(bool cond, const std::string& reason) const {
+    if (!cond) fail(reason);
+  }
+  // Input i must have one of the given dtypes.
+  void require_dtype(size_t i, std::initializer_list<DType> allowed) const;
+
+ private:
+  Graph& g_;
+  Node& n_;
+};
+
+struct OpSchema {
+  std::string op;
+  int min_inputs = 1, max_inputs = 1;
+  int min_outputs = 1, max_outputs = 1;
+  std::function<void(InferContext&)> infer;  // checks dtypes/attrs/shapes and sets outputs
+};
+
+// Registered schemas (ir/ops_*.cc).
+const OpSchema* find_schema(std::string_view op);
+std::vector<std::string> supported_ops();
+
+// Runs every node's schema in order: infers output dtypes/shapes and throws lowbit::Error naming
+// the first offending node. Requires the graph to be topologically sorted.
+void validate(Graph& g);
+// Graph inputs must have static shapes (all dims >= 1) before anything downstream is checked.
+void validate_graph_inputs(const Graph& g);
+// Validates a single node (used by passes that create nodes).
+void validate_node(Graph& g, Node& n);
+
+// Registration helper used by the ops_*.cc files.
+struct SchemaRegistrar {
+  explicit SchemaRegistrar(OpSchema s);
+};
+
+}  // namespace lowbit

@@ -1,0 +1,188 @@
+// Schemas of the quantized ops: lowbit's internal QConv / QGemm / QAdd (quantization parameters
+// on the Values, see kernels/qu8-gemm/README.md) and ONNX's QuantizeLinear, DequantizeLinear,
+// QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger.
+#include "lowbit/ir/infer_helpers.h"
+#include "lowbit/ir/op_params.h"
+
+namespace lowbit {
+namespace {
+
+// A value the quantized kernels read must say how its integers map to reals.
+void require_quant(const InferContext& c, ValueId v, const char* what, int64_t channels) {
+  const Value& val = c.graph().value(v);
+  if (!val.quant) c.fail(std::string(what) + " '" + val.name + "' has no quantization parameters");
+  const QuantParams& q = *val.quant;
+  int64_t n = static_cast<int64_t>(q.scale.size());
+  c.require(n == 1 || n == channels,
+            std::string(what) + " has " + std::to_string(n) + " scales; expected 1 or " + std::to_string(channels));
+  c.require(q.zero_point.size() == q.scale.size(), std::string(what) + ": scale and zero_point counts differ");
+  for (float s : q.scale) c.require(s > 0.f, std::string(what) + " has a non-positive scale");
+  const DTypeInfo& di = dtype_info(val.dtype);
+  for (int32_t z : q.zero_point)
+    c.require(z >= di.qmin && z <= di.qmax,
+              std::string(what) + " zero point " + std::to_string(z) + " is outside " + di.name + "'s range");
+}
+
+void require_symmetric_weights(const InferContext& c, size_t i, int64_t channels) {
+  require_quant(c, c.node().inputs[i], "weight", channels);
+  for (int32_t z : c.graph().value(c.node().inputs[i]).quant->zero_point)
+    c.require(z == 0, "weights must be symmetric (zero point 0), got " + std::to_string(z));
+  c.require(c.constant(i) != nullptr, "weights must be constant");
+}
+
+void require_output_quant(const InferContext& c, DType out) {
+  if (out == DType::f32) return;
+  require_quant(c, c.node().outputs[0], "output", 1);
+}
+
+void infer_qconv(InferContext& c) {
+  check_input_dtypes(c, {{"X", kU8}, {"W", kI8}, {"B", kF32}, {"residual", kU8}});
+  Conv2dParams p = conv2d_params(c.graph(), c.node());
+  require_quant(c, c.node().inputs[0], "input", 1);
+  require_symmetric_weights(c, 1, p.M);
+  if (c.has_input(3)) require_quant(c, c.node().inputs[3], "residual", 1);
+  c.set_output(0, DType::u8, {p.N, p.M, p.OH, p.OW});
+  require_output_quant(c, DType::u8);
+}
+
+void infer_qgemm(InferContext& c) {
+  check_input_dtypes(c, {{"A", kU8}, {"B", kI8}, {"C", kF32}});
+  require_rank(c, 0, 2, "A [M, K]");
+  require_rank(c, 1, 2, "B [N, K]");
+  const Shape &a = c.shape(0), &w = c.shape(1);
+  c.require(c.attrs().get_int("transB", 1) == 1 && c.attrs().get_int("transA", 0) == 0,
+            "QGemm takes A [M, K] and B [N, K] (transA=0, transB=1)");
+  c.require(a[1] == w[1], "A is " + shape_str(a) + " but B is " + shape_str(w) + ": K differs");
+  require_quant(c, c.node().inputs[0], "input", 1);
+  require_symmetric_weights(c, 1, w[0]);
+  if (c.has_input(2)) c.require(num_elements(c.shape(2)) == w[0], "bias must have " + std::to_string(w[0]) + " values");
+  // Output dtype is chosen by the quantizer (u8, or f32 for a dequantized classifier).
+  DType out = c.graph().value(c.node().outputs[0]).dtype == DType::f32 ? DType::f32 : DType::u8;
+  c.set_output(0, out, {a[0], w[0]});
+  require_output_quant(c, out);
+}
+
+void infer_qadd(InferContext& c) {
+  check_input_dtypes(c, {{"A", kU8}, {"B", kU8}});
+  c.require(c.shape(0) == c.shape(1), "QAdd needs equal shapes, got " + shape_str(c.shape(0)) + " and " +
+                                          shape_str(c.shape(1)));
+  require_quant(c, c.node().inputs[0], "A", 1);
+  require_quant(c, c.node().inputs[1], "B", 1);
+  c.set_output(0, DType::u8, c.shape(0));
+  require_output_quant(c, DType::u8);
+}
+
+// ONNX per-tensor or per-axis scale/zero-point inputs: a scalar, or a 1-D tensor along `axis`.
+void check_scale_zp(const InferContext& c, size_t scale_i, size_t zp_i, const Shape& x, int64_t axis) {
+  const Shape& s = c.shape(scale_i);
+  int64_t n = num_elements(s);
+  if (n != 1) {
+    c.require(s.size() == 1, "per-axis scale must be 1-D, got " + shape_str(s));
+    int64_t ax = normalize_axis(c, axis, static_cast<int64_t>(x.size()));
+    c.require(n == x[static_cast<size_t>(ax)], "scale has " + std::to_string(n) + " values; axis " +
+                                                   std::to_string(ax) + " has " + std::to_string(x[static_cast<size_t>(ax)]));
+  }
+  if (c.has_input(zp_i))
+    c.require(c.shape(zp_i) == s, "zero point shape " + shape_str(c.shape(zp_i)) + " differs from scale shape " +
+                                      shape_str(s));
+}
+
+void infer_quantize_linear(InferContext& c) {
+  check_input_dtypes(c, {{"x", kF32 | kI32}, {"y_scale", kF32}, {"y_zero_point", kU8 | kI8}});
+  check_scale_zp(c, 1, 2, c.shape(0), c.attrs().get_int("axis", 1));
+  c.set_output(0, c.has_input(2) ? c.dtype(2) : DType::u8, c.shape(0));
+}
+
+void infer_dequantize_linear(InferContext& c) {
+  check_input_dtypes(c, {{"x", kU8 | kI8 | kI32}, {"x_scale", kF32}, {"x_zero_point", kU8 | kI8 | kI32}});
+  if (c.has_input(2)) require_same_dtype(c, 0, 2);
+  check_scale_zp(c, 1, 2, c.shape(0), c.attrs().get_int("axis", 1));
+  c.set_output(0, DType::f32, c.shape(0));
+}
+
+// QLinearConv: x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B.
+void infer_qlinear_conv(InferContext& c) {
+  check_input_dtypes(c, {{"x", kU8 | kI8}, {"x_scale", kF32}, {"x_zero_point", kU8 | kI8}, {"w", kU8 | kI8},
+                         {"w_scale", kF32}, {"w_zero_point", kU8 | kI8}, {"y_scale", kF32},
+                         {"y_zero_point", kU8 | kI8}, {"B", kI32}});
+  require_scalar(c, 1, "x_scale");
+  require_scalar(c, 6, "y_scale");
+  const Shape &x = c.shape(0), &w = c.shape(3);
+  require_rank(c, 0, 4, "x (only 2-D convolution is supported)");
+  require_rank(c, 3, 4, "w [M, C/group, KH, KW]");
+  int64_t group = c.attrs().get_int("group", 1);
+  c.require(group >= 1 && x[1] % group == 0 && w[0] % group == 0 && w[1] * group == x[1],
+            "weight " + shape_str(w) + " does not fit input " + shape_str(x) + " with group " + std::to_string(group));
+  std::vector<int64_t> ks = c.attrs().get_ints("kernel_shape", {w[2], w[3]});
+  auto strides = c.attrs().get_ints("strides", {1, 1});
+  auto dil = c.attrs().get_ints("dilations", {1, 1});
+  auto pads = c.attrs().get_ints("pads", {0, 0, 0, 0});
+  std::string ap = c.attrs().get_string("auto_pad", "NOTSET");
+  c.require(strides.size() == 2 && dil.size() == 2 && pads.size() == 4, "strides/dilations/pads must be 2-D");
+  AxisGeometry h = resolve_axis(ap, x[2], ks[0], strides[0], dil[0], pads[0], pads[2], false);
+  AxisGeometry ww = resolve_axis(ap, x[3], ks[1], strides[1], dil[1], pads[1], pads[3], false);
+  c.require(h.out >= 1 && ww.out >= 1, "output would be empty");
+  c.set_output(0, c.dtype(7), {x[0], w[0], h.out, ww.out});
+}
+
+Shape matmul_shape(const InferContext& c, size_t ai, size_t bi) {
+  Shape a = c.shape(ai), b = c.shape(bi);
+  c.require(!a.empty() && !b.empty(), "MatMul operands must have rank >= 1");
+  bool a1 = a.size() == 1, b1 = b.size() == 1;
+  if (a1) a.insert(a.begin(), 1);
+  if (b1) b.push_back(1);
+  c.require(a.back() == b[b.size() - 2], "inner dimensions differ: " + shape_str(c.shape(ai)) + " x " +
+                                             shape_str(c.shape(bi)));
+  Shape ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  auto batch = broadcast_shapes(ab, bb);
+  c.require(batch.has_value(), "batch dimensions do not broadcast");
+  Shape out = *batch;
+  if (!a1) out.push_back(a[a.size() - 2]);
+  if (!b1) out.push_back(b.back());
+  return out;
+}
+
+void infer_qlinear_matmul(InferContext& c) {
+  check_input_dtypes(c, {{"a", kU8 | kI8}, {"a_scale", kF32}, {"a_zero_point", kU8 | kI8}, {"b", kU8 | kI8},
+                         {"b_scale", kF32}, {"b_zero_point", kU8 | kI8}, {"y_scale", kF32},
+                         {"y_zero_point", kU8 | kI8}});
+  c.set_output(0, c.dtype(7), matmul_shape(c, 0, 3));
+}
+
+void infer_conv_integer(InferContext& c) {
+  check_input_dtypes(c, {{"x", kU8 | kI8}, {"w", kU8 | kI8}, {"x_zero_point", kU8 | kI8}, {"w_zero_point", kU8 | kI8}});
+  const Shape &x = c.shape(0), &w = c.shape(1);
+  require_rank(c, 0, 4, "x (only 2-D convolution is supported)");
+  require_rank(c, 1, 4, "w [M, C/group, KH, KW]");
+  int64_t group = c.attrs().get_int("group", 1);
+  c.require(group >= 1 && w[1] * group == x[1], "weight " + shape_str(w) + " does not fit input " + shape_str(x));
+  std::vector<int64_t> ks = c.attrs().get_ints("kernel_shape", {w[2], w[3]});
+  auto strides = c.attrs().get_ints("strides", {1, 1});
+  auto dil = c.attrs().get_ints("dilations", {1, 1});
+  auto pads = c.attrs().get_ints("pads", {0, 0, 0, 0});
+  std::string ap = c.attrs().get_string("auto_pad", "NOTSET");
+  AxisGeometry h = resolve_axis(ap, x[2], ks[0], strides[0], dil[0], pads[0], pads[2], false);
+  AxisGeometry ww = resolve_axis(ap, x[3], ks[1], strides[1], dil[1], pads[1], pads[3], false);
+  c.set_output(0, DType::i32, {x[0], w[0], h.out, ww.out});
+}
+
+void infer_matmul_integer(InferContext& c) {
+  check_input_dtypes(c, {{"A", kU8 | kI8}, {"B", kU8 | kI8}, {"a_zero_point", kU8 | kI8}, {"b_zero_point", kU8 | kI8}});
+  c.set_output(0, DType::i32, matmul_shape(c, 0, 1));
+}
+
+const bool kRegistered = [] {
+  SchemaRegistrar({.op = "QConv", .min_inputs = 2, .max_inputs = 4, .infer = infer_qconv});
+  SchemaRegistrar({.op = "QGemm", .min_inputs = 2, .max_inputs = 3, .infer = infer_qgemm});
+  SchemaRegistrar({.op = "QAdd", .min_inputs = 2, .max_inputs = 2, .infer = infer_qadd});
+  SchemaRegistrar({.op = "QuantizeLinear", .min_inputs = 2, .max_inputs = 3, .infer = infer_quantize_linear});
+  SchemaRegistrar({.op = "DequantizeLinear", .min_inputs = 2, .max_inputs = 3, .infer = infer_dequantize_linear});
+  SchemaRegistrar({.op = "QLinearConv", .min_inputs = 8, .max_inputs = 9, .infer = infer_qlinear_conv});
+  SchemaRegistrar({.op = "QLinearMatMul", .min_inputs = 8, .max_inputs = 8, .infer = infer_qlinear_matmul});
+  SchemaRegistrar({.op = "ConvInteger", .min_inputs = 2, .max_inputs = 4, .infer = infer_conv_integer});
+  SchemaRegistrar({.op = "MatMulInteger", .min_inputs = 2, .max_inputs = 4, .infer = infer_matmul_integer});
+  return true;
+}();
+
+}  // namespace
+}  // namespace lowbit

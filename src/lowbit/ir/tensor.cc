@@ -1,0 +1,58 @@
+#include "lowbit/ir/tensor.h"
+
+#include <cstdlib>
+
+#include "lowbit/common/error.h"
+
+namespace lowbit {
+
+Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  size_t bytes = static_cast<size_t>(nbytes());
+  size_t alloc = ((bytes + 63) / 64) * 64 + 64;  // room for kernels that over-read a vector
+  void* p = std::aligned_alloc(64, alloc);
+  if (!p) throw Error("out of memory allocating " + std::to_string(alloc) + " bytes");
+  std::memset(p, 0, alloc);
+  owner_ = std::shared_ptr<void>(p, std::free);
+  data_ = p;
+}
+
+Tensor Tensor::wrap(DType dtype, Shape shape, const void* data, std::shared_ptr<const void> keepalive) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.owner_ = std::move(keepalive);
+  t.data_ = const_cast<void*>(data);
+  return t;
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  if (num_elements(shape) != numel())
+    throw Error("cannot reshape " + shape_str(shape_) + " to " + shape_str(shape));
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(dtype_, shape_);
+  if (nbytes()) std::memcpy(t.data_, data_, static_cast<size_t>(nbytes()));
+  return t;
+}
+
+int64_t read_int(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::i64: return t.data<int64_t>()[i];
+    case DType::i32: return t.data<int32_t>()[i];
+    case DType::u8: case DType::boolean: return t.data<uint8_t>()[i];
+    case DType::i8: return t.data<int8_t>()[i];
+    case DType::f32: return static_cast<int64_t>(t.data<float>()[i]);
+    default: throw Error(std::string("cannot read ") + dtype_name(t.dtype()) + " as integer");
+  }
+}
+
+float read_float(const Tensor& t, int64_t i) {
+  if (t.dtype() == DType::f32) return t.data<float>()[i];
+  return static_cast<float>(read_int(t, i));
+}
+
+}  // namespace lowbit

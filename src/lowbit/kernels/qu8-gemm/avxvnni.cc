@@ -1,0 +1,90 @@
+// AVX-VNNI qu8 GEMM (VEX vpdpbusd on ymm: Alder Lake and later, Zen 5): u8 x s8 -> int32, exact.
+// Same tile as the AVX2 kernels (MR x 16 as two ymm per channel row, 6 x 16 = 12 accumulators),
+// but one instruction per 32 MACs instead of vpmaddwd + vpaddd per 16, and the activations stay
+// u8 (4 k per int32 lane). The zero point of x enters through row_init = -zp_x * sum_k w.
+#include "lowbit/kernels/x86_simd.h"
+// x86_simd.h first: the shared helpers use its intrinsics.
+#include "lowbit/kernels/qu8-gemm/qu8_ukernel_inl.h"
+
+namespace LOWBIT_KERNEL_NS {
+namespace {
+
+using ::lowbit::Qu8GemmEpilogue;
+using ::lowbit::Qu8GemmKernels;
+
+inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) {
+#ifdef LOWBIT_USE_SIMDE
+  return _mm256_dpbusd_epi32(acc, u8, s8);  // SIMDe has the EVEX name only; same arithmetic
+#else
+  return _mm256_dpbusd_avx_epi32(acc, u8, s8);
+#endif
+}
+
+template <int MR, int NR>
+void gemm_tile(size_t nc, size_t kg, const void* a_, const void* b_, uint8_t* c, size_t ldc, const Qu8GemmEpilogue& e) {
+  constexpr int NV = NR / 8;
+  const int32_t* __restrict a = static_cast<const int32_t*>(a_);
+  const __m256i* __restrict b = static_cast<const __m256i*>(b_);
+  __m256i acc[MR][NV];
+  #pragma GCC unroll 12
+  for (int r = 0; r < MR; ++r)
+    #pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v)
+      acc[r][v] = e.first ? (e.row_init ? _mm256_set1_epi32(e.row_init[r]) : _mm256_setzero_si256())
+                          : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e.partial + r * NR + v * 8));
+  for (size_t k = 0; k < kg; ++k) {
+    __m256i bv[NV];
+    #pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) bv[v] = _mm256_load_si256(b + v);
+    #pragma GCC unroll 12
+    for (int r = 0; r < MR; ++r) {
+      const __m256i av = _mm256_set1_epi32(a[r]);
+      #pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) acc[r][v] = dpbusd(acc[r][v], bv[v], av);
+    }
+    a += MR;
+    b += NV;
+  }
+  if (!e.last) {
+    #pragma GCC unroll 12
+    for (int r = 0; r < MR; ++r)
+      #pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) _mm256_storeu_si256(reinterpret_cast<__m256i*>(e.partial + r * NR + v * 8), acc[r][v]);
+    return;
+  }
+  #pragma GCC unroll 12
+  for (int r = 0; r < MR; ++r) requant_store_row<NR>(acc[r], nc, r, c + r * ldc, e);
+}
+
+}  // namespace
+
+const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avxvnni() {
+  static const Qu8GemmKernels ks = [] {
+    Qu8GemmKernels k;
+    k.isa = "avxvnni";
+    k.mr = 6;
+    k.kg = 4;
+    k.widened = false;
+    k.nr = 16;
+    k.nr_tail = 8;
+    k.kc_max = 1024;
+    k.main[1] = gemm_tile<1, 16>;
+    k.main[2] = gemm_tile<2, 16>;
+    k.main[3] = gemm_tile<3, 16>;
+    k.main[4] = gemm_tile<4, 16>;
+    k.main[5] = gemm_tile<5, 16>;
+    k.main[6] = gemm_tile<6, 16>;
+    k.tail[1] = gemm_tile<1, 8>;
+    k.tail[2] = gemm_tile<2, 8>;
+    k.tail[3] = gemm_tile<3, 8>;
+    k.tail[4] = gemm_tile<4, 8>;
+    k.tail[5] = gemm_tile<5, 8>;
+    k.tail[6] = gemm_tile<6, 8>;
+    k.pack = pack_u8x4<16>;
+    k.pack_tail = pack_u8x4<8>;
+    return k;
+  }();
+  return ks;
+}
+
+}  // namespace LOWBIT_KERNEL_NS

@@ -1,0 +1,84 @@
+#pragma once
+// u8 x i8 -> i32 GEMM micro-kernels with the fused requantization epilogue, and the im2col packers
+// that feed them (design: README.md next to this file).
+//
+// Orientation (as the fp32 kernels): rows = output channels (weights, packed once at creation and
+// broadcast), columns = output pixels (activations, im2col-packed per panel), so a tile row is NR
+// consecutive pixels of one channel and stores straight into NCHW.
+//
+// K is processed in groups of KG values (KG = 2 for the AVX2 int16 kernels, 4 for VNNI):
+//   a: kg groups x MR rows x one int32 word of KG weights (2 x int16 for AVX2, 4 x int8 for VNNI,
+//      lowest k in the lowest bits)
+//   b: kg groups x NR pixels x KG activations  (int16 = x - zp_x for AVX2, raw u8 for VNNI)
+// acc[r][j] = (first ? row_init[r] (0 if null) : partial[r*NR + j]) + sum_k a[k][r] * b[k][j]
+// last:  c[r*ldc + j] = requantize(acc[r][j]) for j < nc (README.md gives the exact formula)
+// !last: partial[r*NR + j] = acc[r][j]
+#include <cstddef>
+#include <cstdint>
+
+// A SIMDe build of an ISA source (tests/simde) defines LOWBIT_KERNEL_NS to move its symbols out
+// of the way of the real ones.
+#ifndef LOWBIT_KERNEL_NS
+#define LOWBIT_KERNEL_NS lowbit
+#endif
+
+namespace lowbit {
+
+struct Qu8GemmEpilogue {
+  bool first = true, last = true;
+  const int32_t* row_init = nullptr;  // MR values (VNNI: -zp_x * sum_k w[m]); nullptr = 0
+  int32_t* partial = nullptr;         // MR x NR partial sums between K blocks (row stride NR)
+  // Requantization (last block only), per row: t = fma(float(acc), scale[r], bias[r]);
+  // with res: t = fma(float(res[r*ld_res + j] - res_zp), res_scale, t);
+  // y = int(round_half_even(clamp(t, qmin, qmax))) + zp_y.
+  const float* scale = nullptr;  // MR values
+  const float* bias = nullptr;   // MR values
+  const uint8_t* res = nullptr;
+  size_t ld_res = 0;
+  float res_scale = 0.0f;
+  int32_t res_zp = 0;
+  float qmin = 0.0f, qmax = 255.0f;  // output clamp minus zp_y (integers, as floats)
+  int32_t zp_y = 0;
+};
+
+using Qu8GemmUkernel = void (*)(size_t nc, size_t kg, const void* a, const void* b, uint8_t* c, size_t ldc,
+                                const Qu8GemmEpilogue& e);
+
+// One run of a panel's pixels whose sources are evenly spaced: pixel dst + i of row k reads
+// x[koff[k] + src + i * stride].
+struct Qu8Im2colRun {
+  int64_t src;
+  int32_t dst;
+  int32_t len;
+};
+
+// Packs kg groups of a B panel (nr pixels) from the u8 input x through koff (kg * KG offsets);
+// pixels no run covers get zp_x. x is readable for `avail` bytes (vector loads stay inside).
+using Qu8Im2colPack = void (*)(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff, const Qu8Im2colRun* runs,
+                               size_t nruns, size_t stride, size_t nr, uint8_t zp_x, void* b);
+
+// What a conv / fc driver needs from one ISA.
+struct Qu8GemmKernels {
+  static constexpr int kMaxMR = 12;
+  const char* isa = "";
+  int mr = 6;                  // rows of the main tile; main[1..mr] / tail[1..mr] are all set
+  int kg = 2;                  // K values per group
+  bool widened = true;         // a/b are int16 with zp_x subtracted from b (AVX2); else u8/i8 (VNNI)
+  int nr = 16, nr_tail = 8;    // panel widths
+  int kc_max = 512;            // K values per block: one kc x nr B panel stays in L1
+  Qu8GemmUkernel main[kMaxMR + 1] = {};  // MR x nr, indexed by MR
+  Qu8GemmUkernel tail[kMaxMR + 1] = {};  // MR x nr_tail
+  Qu8Im2colPack pack = nullptr;
+  Qu8Im2colPack pack_tail = nullptr;     // nr_tail panels
+};
+
+}  // namespace lowbit
+
+namespace LOWBIT_KERNEL_NS {
+// Exact u8 x s8 via int16 widening + vpmaddwd (no vpmaddubsw saturation).
+const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx2();
+// vpdpbusd (u8 x s8 -> i32, exact), zmm: 16 pixels per vector.
+const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx512vnni();
+// VEX vpdpbusd on ymm (Alder Lake+, Zen 5).
+const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avxvnni();
+}  // namespace LOWBIT_KERNEL_NS

@@ -1,0 +1,121 @@
+#pragma once
+// Shared by the qu8 ISA sources (each includes it after x86_simd.h and compiles its own copy with
+// its own flags; all of them have AVX2 + FMA): im2col row gathering, the u8 x 4 VNNI packer and
+// the exact requantization epilogue on ymm vectors.
+#include <cstring>
+
+#include "lowbit/kernels/qu8-gemm/qu8_gemm.h"
+
+namespace LOWBIT_KERNEL_NS {
+namespace {
+
+// t receives nr bytes of row xk (x + koff[k]) for the panel's runs; t must hold nr + 32 bytes
+// (vector moves spill past a run; later runs overwrite the spill, bytes past nr are ignored).
+// Bytes no run covers are set to zp.
+inline void qu8_gather_row(const uint8_t* x, size_t avail, int64_t koff, const ::lowbit::Qu8Im2colRun* runs,
+                           size_t nruns, size_t stride, size_t nr, uint8_t zp, uint8_t* t) {
+  size_t covered = 0;
+  for (size_t s = 0; s < nruns; ++s) {
+    const ::lowbit::Qu8Im2colRun& run = runs[s];
+    const size_t off = static_cast<size_t>(koff + run.src), len = static_cast<size_t>(run.len);
+    const uint8_t* src = x + off;
+    uint8_t* dst = t + run.dst;
+    covered = static_cast<size_t>(run.dst) + len;
+    if (stride == 1 && len <= 16 && off + 16 <= avail) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
+    } else if (stride == 2 && len <= 16 && off + 32 <= avail) {
+      const __m128i even = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1);
+      const __m128i lo = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)), even);
+      const __m128i hi = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16)), even);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_unpacklo_epi64(lo, hi));
+    } else {
+      for (size_t i = 0; i < len; ++i) dst[i] = src[i * stride];
+    }
+  }
+  if (covered < nr) std::memset(t + covered, zp, nr - covered);
+}
+
+// Packs kg groups of 4 k values of an NR-pixel panel as raw u8, pixel-major within a group:
+// b[(g * NR + j) * 4 + i] = x[koff[4g + i] + pixel j] (the VNNI operand layout).
+template <int NR>
+void pack_u8x4(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff, const ::lowbit::Qu8Im2colRun* runs,
+               size_t nruns, size_t stride, size_t nr, uint8_t zp_x, void* b_) {
+  __m128i* b = static_cast<__m128i*>(b_);
+  const bool direct = nruns == 1 && runs[0].len == NR && stride == 1;
+  alignas(16) uint8_t t[4][48];  // rows 16-byte aligned: NR + 32 rounded up
+  for (size_t g = 0; g < kg; ++g) {
+    __m128i r[4];
+    for (int i = 0; i < 4; ++i) {
+      if (direct) {
+        const uint8_t* s = x + koff[4 * g + i] + runs[0].src;
+        r[i] = NR == 16 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(s))
+                        : _mm_loadl_epi64(reinterpret_cast<const __m128i*>(s));
+      } else {
+        qu8_gather_row(x, avail, koff[4 * g + i], runs, nruns, stride, NR, zp_x, t[i]);
+        r[i] = _mm_load_si128(reinterpret_cast<const __m128i*>(t[i]));
+      }
+    }
+    const __m128i lo01 = _mm_unpacklo_epi8(r[0], r[1]), lo23 = _mm_unpacklo_epi8(r[2], r[3]);
+    _mm_store_si128(b++, _mm_unpacklo_epi16(lo01, lo23));  // pixels 0-3
+    _mm_store_si128(b++, _mm_unpackhi_epi16(lo01, lo23));  // pixels 4-7
+    if constexpr (NR == 16) {
+      const __m128i hi01 = _mm_unpackhi_epi8(r[0], r[1]), hi23 = _mm_unpackhi_epi8(r[2], r[3]);
+      _mm_store_si128(b++, _mm_unpacklo_epi16(hi01, hi23));
+      _mm_store_si128(b++, _mm_unpackhi_epi16(hi01, hi23));
+    }
+  }
+}
+
+// 16 (NR=16) or 8 (NR=8) u8 values into NR/8 int32 vectors.
+template <int NR>
+inline void load_u8_rows(const uint8_t* p, size_t n, __m256i (&v)[NR / 8]) {
+  alignas(16) uint8_t tmp[16];
+  if (n < NR) {
+    std::memcpy(tmp, p, n);
+    p = tmp;
+  }
+  v[0] = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  if constexpr (NR == 16) v[1] = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8)));
+}
+
+// Requantizes NR int32 accumulators of one row and stores nc bytes (README.md, exact contract).
+template <int NR>
+inline void requant_store_row(const __m256i (&acc)[NR / 8], size_t nc, int r, uint8_t* c, const ::lowbit::Qu8GemmEpilogue& e) {
+  constexpr int NV = NR / 8;
+  const __m256 scale = _mm256_set1_ps(e.scale[r]), bias = _mm256_set1_ps(e.bias[r]);
+  __m256 t[NV];
+  for (int v = 0; v < NV; ++v) t[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[v]), scale, bias);
+  if (e.res) {
+    __m256i rv[NV];
+    load_u8_rows<NR>(e.res + r * e.ld_res, nc, rv);
+    const __m256i zp = _mm256_set1_epi32(e.res_zp);
+    const __m256 rs = _mm256_set1_ps(e.res_scale);
+    for (int v = 0; v < NV; ++v) t[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(rv[v], zp)), rs, t[v]);
+  }
+  // Clamping to integer bounds before rounding equals rounding then clamping, and keeps the
+  // conversion in range; the packs below then never saturate.
+  const __m256 lo = _mm256_set1_ps(e.qmin), hi = _mm256_set1_ps(e.qmax);
+  const __m256i zp = _mm256_set1_epi32(e.zp_y);
+  __m256i q[NV];
+  for (int v = 0; v < NV; ++v) q[v] = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(t[v], lo), hi)), zp);
+  __m128i bytes;
+  if constexpr (NR == 16) {
+    // packs works per 128-bit lane: [q0 0-3, q1 0-3 | q0 4-7, q1 4-7]; restore pixel order.
+    const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(q[0], q[1]), 0xD8);
+    bytes = _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+  } else {
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q[0]), _mm256_extracti128_si256(q[0], 1));
+    bytes = _mm_packus_epi16(w, w);
+  }
+  if (nc == NR) {
+    if constexpr (NR == 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(c), bytes);
+    else _mm_storel_epi64(reinterpret_cast<__m128i*>(c), bytes);
+  } else {
+    alignas(16) uint8_t tmp[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(tmp), bytes);
+    std::memcpy(c, tmp, nc);
+  }
+}
+
+}  // namespace
+}  // namespace LOWBIT_KERNEL_NS

@@ -1,0 +1,391 @@
+// Reference kernels of the quantized ops: lowbit's QConv / QGemm / QAdd (the exact contract of
+// notes/quant_ir.md, restated in kernels/qu8-gemm/README.md) and ONNX's QuantizeLinear,
+// DequantizeLinear, QLinearConv, QLinearMatMul, ConvInteger and MatMulInteger.
+//
+// Written for clarity: every fast int8 kernel must reproduce QConv / QGemm / QAdd byte for byte,
+// so each step of the epilogue below is spelled out in the order the contract gives it.
+// Accumulation is in int64 and then narrowed to int32 modulo 2^32, which is exactly what a SIMD
+// int32 accumulator yields (even in the pathological overflow case the kernels' checks exclude).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "lowbit/ir/op_params.h"
+#include "lowbit/kernels/reference/broadcast.h"
+#include "lowbit/kernels/reference/reference.h"
+
+namespace lowbit {
+namespace {
+using ref::fail;
+using ref::present;
+
+// ---- the lowbit requantization contract ----
+
+const QuantParams& quant_of(const Graph& g, const Node& n, ValueId v, const char* what) {
+  const Value& val = g.value(v);
+  if (!val.quant || val.quant->scale.empty() || val.quant->zero_point.size() != val.quant->scale.size())
+    fail(n, std::string(what) + " '" + val.name + "' has no quantization parameters");
+  return *val.quant;
+}
+
+float scale_at(const QuantParams& q, int64_t i) { return q.scale.size() == 1 ? q.scale[0] : q.scale.at(size_t(i)); }
+
+// Integer output range [lo, hi] of the fused activation clamp (absent bound: the u8 range).
+struct QClamp {
+  int32_t lo = 0, hi = 255;
+};
+
+int32_t clamp_bound(float act, float s_y, int32_t zp_y, int32_t absent) {
+  if (!std::isfinite(act)) return absent;
+  float r = std::nearbyintf(act / s_y);
+  r = std::min(std::max(r, -1e6f), 1e6f);  // keeps the int conversion defined; no effect on [0, 255]
+  return std::clamp(static_cast<int32_t>(r) + zp_y, 0, 255);
+}
+
+QClamp qclamp(float act_min, float act_max, float s_y, int32_t zp_y) {
+  return {clamp_bound(act_min, s_y, zp_y, 0), clamp_bound(act_max, s_y, zp_y, 255)};
+}
+
+// q = int(nearbyintf(t)) + zp_y, clamped to [lo, hi]. The float clamp before the conversion only
+// defines what |t| > 2^31 does; it changes no result.
+uint8_t requant(float t, int32_t zp_y, QClamp c) {
+  float r = std::nearbyintf(t);
+  r = std::min(std::max(r, -1e6f), 1e6f);
+  return static_cast<uint8_t>(std::clamp(static_cast<int32_t>(r) + zp_y, c.lo, c.hi));
+}
+
+float act_attr(const Node& n, const char* name, float def) { return n.attrs.get_float(name, def); }
+
+// ---- integer convolution shared by QConv, QLinearConv and ConvInteger ----
+
+struct ConvGeom {
+  int64_t N, C, H, W, M, KH, KW, SH, SW, DH, DW, pad_top, pad_left, OH, OW, group;
+};
+
+ConvGeom geom_of(const Conv2dParams& p) {
+  return {p.N, p.C, p.H, p.W, p.M, p.KH, p.KW, p.SH, p.SW, p.DH, p.DW, p.pad_top, p.pad_left, p.OH, p.OW, p.group};
+}
+
+// Geometry of an ONNX conv whose X / W are not inputs 0 / 1 (QLinearConv).
+ConvGeom geom_from_attrs(const Node& n, const Shape& x, const Shape& w) {
+  if (x.size() != 4 || w.size() != 4) fail(n, "reference kernel supports 2-D convolution only");
+  const Attributes& a = n.attrs;
+  auto strides = a.get_ints("strides", {1, 1});
+  auto dil = a.get_ints("dilations", {1, 1});
+  auto pads = a.get_ints("pads", {0, 0, 0, 0});
+  std::string ap = a.get_string("auto_pad", "NOTSET");
+  AxisGeometry gh = resolve_axis(ap, x[2], w[2], strides[0], dil[0], pads[0], pads[2], false);
+  AxisGeometry gw = resolve_axis(ap, x[3], w[3], strides[1], dil[1], pads[1], pads[3], false);
+  return {x[0], x[1], x[2], x[3], w[0], w[2], w[3], strides[0], strides[1], dil[0], dil[1],
+          gh.pad_begin, gw.pad_begin, gh.out, gw.out, a.get_int("group", 1)};
+}
+
+// acc[n][m][oh][ow] = sum_{c,kh,kw} xv(n, c, ih, iw) * wv(m, c, kh, kw) over in-bounds taps;
+// padding contributes 0 (callers pass zero-point-subtracted values).
+template <class XF, class WF>
+std::vector<int32_t> conv_acc(const ConvGeom& p, XF xv, WF wv) {
+  const int64_t Cg = p.C / p.group, Mg = p.M / p.group;
+  std::vector<int32_t> acc(static_cast<size_t>(p.N * p.M * p.OH * p.OW));
+  size_t o = 0;
+  for (int64_t b = 0; b < p.N; ++b)
+    for (int64_t m = 0; m < p.M; ++m)
+      for (int64_t oh = 0; oh < p.OH; ++oh)
+        for (int64_t ow = 0; ow < p.OW; ++ow) {
+          int64_t s = 0;
+          for (int64_t c = 0; c < Cg; ++c)
+            for (int64_t kh = 0; kh < p.KH; ++kh) {
+              const int64_t ih = oh * p.SH - p.pad_top + kh * p.DH;
+              if (ih < 0 || ih >= p.H) continue;
+              for (int64_t kw = 0; kw < p.KW; ++kw) {
+                const int64_t iw = ow * p.SW - p.pad_left + kw * p.DW;
+                if (iw < 0 || iw >= p.W) continue;
+                const int64_t xi = ((b * p.C + (m / Mg) * Cg + c) * p.H + ih) * p.W + iw;
+                const int64_t wi = ((m * Cg + c) * p.KH + kh) * p.KW + kw;
+                s += int64_t{xv(xi)} * wv(m, wi);
+              }
+            }
+          acc[o++] = static_cast<int32_t>(s);  // modulo 2^32, as an int32 accumulator
+        }
+  return acc;
+}
+
+// ---- QConv ----
+
+void qconv(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
+  if (in[0].dtype != DType::u8 || in[1].dtype != DType::i8 || out[0].dtype != DType::u8)
+    fail(n, "QConv reference expects u8 input, i8 weights and u8 output");
+  const Conv2dParams p = conv2d_params(g, n);
+  const QuantParams& qx = quant_of(g, n, n.inputs[0], "input");
+  const QuantParams& qw = quant_of(g, n, n.inputs[1], "weight");
+  const QuantParams& qy = quant_of(g, n, n.outputs[0], "output");
+  const uint8_t* x = in[0].as<uint8_t>();
+  const int8_t* w = in[1].as<int8_t>();
+  const float* bias = present(in, 2) ? in[2].as<float>() : nullptr;
+  const uint8_t* r = present(in, 3) ? in[3].as<uint8_t>() : nullptr;
+  uint8_t* y = out[0].as<uint8_t>();
+  const int32_t zp_x = qx.zero_point[0], zp_y = qy.zero_point[0];
+  const float s_y = qy.scale[0];
+
+  const std::vector<int32_t> acc =
+      conv_acc(geom_of(p), [&](int64_t i) { return int32_t{x[i]} - zp_x; }, [&](int64_t, int64_t i) { return int32_t{w[i]}; });
+
+  std::vector<float> req_scale(static_cast<size_t>(p.M)), req_bias(static_cast<size_t>(p.M), 0.0f);
+  for (int64_t m = 0; m < p.M; ++m) {
+    req_scale[size_t(m)] = static_cast<float>(double(qx.scale[0]) * scale_at(qw, m) / s_y);
+    if (bias) req_bias[size_t(m)] = static_cast<float>(double(bias[m]) / s_y);
+  }
+  float res_scale = 0.0f;
+  int32_t zp_r = 0;
+  if (r) {
+    const QuantParams& qr = quant_of(g, n, n.inputs[3], "residual");
+    res_scale = static_cast<float>(double(qr.scale[0]) / s_y);
+    zp_r = qr.zero_point[0];
+  }
+  const QClamp c = qclamp(p.act_min, p.act_max, s_y, zp_y);
+  const int64_t plane = p.OH * p.OW;
+  for (int64_t i = 0; i < p.N * p.M * plane; ++i) {
+    const size_t m = size_t((i / plane) % p.M);
+    float t = std::fmaf(static_cast<float>(acc[size_t(i)]), req_scale[m], req_bias[m]);
+    if (r) t = std::fmaf(static_cast<float>(int32_t{r[i]} - zp_r), res_scale, t);
+    y[i] = requant(t, zp_y, c);
+  }
+}
+
+// ---- QGemm: y[M, N] = A[M, K] x W[N, K]^T ----
+
+void qgemm(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
+  if (in[0].dtype != DType::u8 || in[1].dtype != DType::i8) fail(n, "QGemm reference expects u8 A and i8 B");
+  const int64_t M = in[0].shape[0], K = in[0].shape[1], N = in[1].shape[0];
+  const QuantParams& qx = quant_of(g, n, n.inputs[0], "input");
+  const QuantParams& qw = quant_of(g, n, n.inputs[1], "weight");
+  const uint8_t* a = in[0].as<uint8_t>();
+  const int8_t* w = in[1].as<int8_t>();
+  const float* bias = present(in, 2) ? in[2].as<float>() : nullptr;
+  const int32_t zp_x = qx.zero_point[0];
+  const float act_min = act_attr(n, "act_min", -INFINITY), act_max = act_attr(n, "act_max", INFINITY);
+  const bool f32_out = out[0].dtype == DType::f32;
+
+  std::vector<float> req_scale(static_cast<size_t>(N)), req_bias(static_cast<size_t>(N), 0.0f);
+  float s_y = 1.0f;
+  int32_t zp_y = 0;
+  QClamp c;
+  if (!f32_out) {
+    const QuantParams& qy = quant_of(g, n, n.outputs[0], "output");
+    s_y = qy.scale[0];
+    zp_y = qy.zero_point[0];
+    c = qclamp(act_min, act_max, s_y, zp_y);
+  }
+  for (int64_t j = 0; j < N; ++j) {
+    if (f32_out) {
+      req_scale[size_t(j)] = static_cast<float>(double(qx.scale[0]) * scale_at(qw, j));
+      if (bias) req_bias[size_t(j)] = bias[j];
+    } else {
+      req_scale[size_t(j)] = static_cast<float>(double(qx.scale[0]) * scale_at(qw, j) / s_y);
+      if (bias) req_bias[size_t(j)] = static_cast<float>(double(bias[j]) / s_y);
+    }
+  }
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      int64_t s = 0;
+      for (int64_t k = 0; k < K; ++k) s += (int64_t{a[i * K + k]} - zp_x) * w[j * K + k];
+      const float t = std::fmaf(static_cast<float>(static_cast<int32_t>(s)), req_scale[size_t(j)], req_bias[size_t(j)]);
+      if (f32_out)
+        out[0].as<float>()[i * N + j] = std::min(std::max(t, act_min), act_max);
+      else
+        out[0].as<uint8_t>()[i * N + j] = requant(t, zp_y, c);
+    }
+}
+
+// ---- QAdd ----
+
+void qadd(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
+  if (in[0].dtype != DType::u8 || in[1].dtype != DType::u8) fail(n, "QAdd reference expects u8 inputs");
+  const QuantParams& qa = quant_of(g, n, n.inputs[0], "A");
+  const QuantParams& qb = quant_of(g, n, n.inputs[1], "B");
+  const QuantParams& qy = quant_of(g, n, n.outputs[0], "output");
+  const float s_y = qy.scale[0];
+  const float sa = qa.scale[0] / s_y, sb = qb.scale[0] / s_y;
+  const int32_t zp_a = qa.zero_point[0], zp_b = qb.zero_point[0], zp_y = qy.zero_point[0];
+  const QClamp c = qclamp(act_attr(n, "act_min", -INFINITY), act_attr(n, "act_max", INFINITY), s_y, zp_y);
+  const uint8_t* a = in[0].as<uint8_t>();
+  const uint8_t* b = in[1].as<uint8_t>();
+  uint8_t* y = out[0].as<uint8_t>();
+  for (int64_t i = 0; i < out[0].numel(); ++i) {
+    const float tb = static_cast<float>(int32_t{b[i]} - zp_b) * sb;
+    y[i] = requant(std::fmaf(static_cast<float>(int32_t{a[i]} - zp_a), sa, tb), zp_y, c);
+  }
+}
+
+// ---- ONNX QuantizeLinear / DequantizeLinear ----
+
+// Index into a per-tensor (1 value) or per-axis scale for element i of a tensor of shape s.
+struct AxisIndex {
+  int64_t inner = 1, count = 1;
+  bool per_axis = false;
+  int64_t operator()(int64_t i) const { return per_axis ? (i / inner) % count : 0; }
+};
+
+AxisIndex axis_index(const Node& n, const Shape& x, const TensorView& scale) {
+  AxisIndex ix;
+  if (scale.numel() == 1) return ix;
+  const int64_t axis = ref::norm_axis(n, n.attrs.get_int("axis", 1), static_cast<int64_t>(x.size()));
+  ix.per_axis = true;
+  ix.count = x[size_t(axis)];
+  for (size_t d = size_t(axis) + 1; d < x.size(); ++d) ix.inner *= x[d];
+  return ix;
+}
+
+void quantize_linear(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
+  const TensorView& x = in[0];
+  const float* scale = in[1].as<float>();
+  const AxisIndex ix = axis_index(n, x.shape, in[1]);
+  const DType t = out[0].dtype;
+  int64_t lo = 0, hi = 255;
+  if (t == DType::i8) lo = -128, hi = 127;
+  else if (t != DType::u8) fail(n, std::string("QuantizeLinear to ") + dtype_name(t) + " is not supported");
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int64_t a = ix(i);
+    const int64_t zp = present(in, 2) ? ref::view_int(in[2], a) : 0;
+    const float v = x.dtype == DType::f32 ? x.as<float>()[i] : static_cast<float>(x.as<int32_t>()[i]);
+    float r = std::nearbyintf(v / scale[a]);
+    r = std::min(std::max(r, -1e9f), 1e9f);  // NaN / inf stay defined: saturate
+    const int64_t q = std::clamp(static_cast<int64_t>(r) + zp, lo, hi);
+    if (t == DType::u8) out[0].as<uint8_t>()[i] = static_cast<uint8_t>(q);
+    else out[0].as<int8_t>()[i] = static_cast<int8_t>(q);
+  }
+}
+
+void dequantize_linear(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
+  const TensorView& x = in[0];
+  const float* scale = in[1].as<float>();
+  const AxisIndex ix = axis_index(n, x.shape, in[1]);
+  float* y = out[0].as<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int64_t a = ix(i);
+    const int64_t zp = present(in, 2) ? ref::view_int(in[2], a) : 0;
+    y[i] = static_cast<float>(ref::view_int(x, i) - zp) * scale[a];
+  }
+}
+
+// ---- ONNX QLinearConv / ConvInteger ----
+
+// ONNX's reference: real-valued rescale of the int32 result, rint (half to even), saturate.
+void store_saturated(const TensorView& y, int64_t i, double v) {
+  const double lo = y.dtype == DType::u8 ? 0.0 : -128.0, hi = y.dtype == DType::u8 ? 255.0 : 127.0;
+  const double q = std::clamp(std::nearbyint(v), lo, hi);
+  if (y.dtype == DType::u8) y.as<uint8_t>()[i] = static_cast<uint8_t>(q);
+  else y.as<int8_t>()[i] = static_cast<int8_t>(q);
+}
+
+void qlinear_conv(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
+  // x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B
+  const ConvGeom p = geom_from_attrs(n, in[0].shape, in[3].shape);
+  const int64_t xzp = ref::view_int(in[2], 0);
+  const int64_t per_m = in[5].numel();
+  const std::vector<int32_t> acc = conv_acc(
+      p, [&](int64_t i) { return static_cast<int32_t>(ref::view_int(in[0], i) - xzp); },
+      [&](int64_t m, int64_t i) { return static_cast<int32_t>(ref::view_int(in[3], i) - ref::view_int(in[5], per_m == 1 ? 0 : m)); });
+  const double xs = in[1].as<float>()[0], ys = in[6].as<float>()[0];
+  const double yzp = static_cast<double>(ref::view_int(in[7], 0));
+  const int64_t plane = p.OH * p.OW;
+  for (int64_t i = 0; i < out[0].numel(); ++i) {
+    const int64_t m = (i / plane) % p.M;
+    const double ws = in[4].as<float>()[in[4].numel() == 1 ? 0 : m];
+    const int64_t b = present(in, 8) ? in[8].as<int32_t>()[m] : 0;
+    store_saturated(out[0], i, double(int64_t{acc[size_t(i)]} + b) * (xs * ws / ys) + yzp);
+  }
+}
+
+void conv_integer(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
+  // x, w, x_zp, w_zp (w_zp scalar or per output channel)
+  const ConvGeom p = geom_from_attrs(n, in[0].shape, in[1].shape);
+  const int64_t xzp = present(in, 2) ? ref::view_int(in[2], 0) : 0;
+  const bool wzp = present(in, 3);
+  const int64_t per_m = wzp ? in[3].numel() : 1;
+  const std::vector<int32_t> acc = conv_acc(
+      p, [&](int64_t i) { return static_cast<int32_t>(ref::view_int(in[0], i) - xzp); },
+      [&](int64_t m, int64_t i) {
+        return static_cast<int32_t>(ref::view_int(in[1], i) - (wzp ? ref::view_int(in[3], per_m == 1 ? 0 : m) : 0));
+      });
+  std::copy(acc.begin(), acc.end(), out[0].as<int32_t>());
+}
+
+// ---- ONNX QLinearMatMul / MatMulInteger (numpy matmul with broadcast batch dims) ----
+
+// Calls f(a_off, b_off, y_off, Mr, K, Nc) for every matrix of a broadcast batched matmul, with
+// 1-D operands promoted as numpy does.
+template <class F>
+void for_each_matmul(const Shape& as, const Shape& bs, const Shape& ys, F f) {
+  Shape a = as, b = bs;
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (b.size() == 1) b.push_back(1);
+  const int64_t Mr = a[a.size() - 2], K = a.back(), Nc = b.back();
+  Shape ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  Shape batch = ref::broadcast_shape(ab, bb);
+  if (batch.empty()) batch = {1};
+  if (ab.empty()) ab = {1};
+  if (bb.empty()) bb = {1};
+  const Shape sa = ref::broadcast_strides(ab, batch), sb = ref::broadcast_strides(bb, batch);
+  const int64_t nb = num_elements(batch);
+  for (int64_t i = 0; i < nb; ++i) {
+    int64_t rem = i, oa = 0, ob = 0;
+    for (size_t d = batch.size(); d-- > 0;) {
+      const int64_t idx = rem % batch[d];
+      rem /= batch[d];
+      oa += idx * sa[d];
+      ob += idx * sb[d];
+    }
+    f(oa * Mr * K, ob * K * Nc, i * Mr * Nc, Mr, K, Nc);
+  }
+}
+
+// Zero point / scale of a matmul operand: scalar, or 1-D along rows of A (`rows`) / columns of B.
+int64_t zp_at(std::span<const TensorView> in, size_t i, int64_t idx) {
+  if (!present(in, i)) return 0;
+  return ref::view_int(in[i], in[i].numel() == 1 ? 0 : idx);
+}
+
+template <class Out>
+void int_matmul(std::span<const TensorView> in, size_t ai, size_t bi, size_t azp, size_t bzp, const Shape& ys,
+                Out out) {
+  for_each_matmul(in[ai].shape, in[bi].shape, ys, [&](int64_t oa, int64_t ob, int64_t oy, int64_t Mr, int64_t K,
+                                                      int64_t Nc) {
+    for (int64_t r = 0; r < Mr; ++r)
+      for (int64_t c = 0; c < Nc; ++c) {
+        int64_t s = 0;
+        for (int64_t k = 0; k < K; ++k)
+          s += (ref::view_int(in[ai], oa + r * K + k) - zp_at(in, azp, r)) *
+               (ref::view_int(in[bi], ob + k * Nc + c) - zp_at(in, bzp, c));
+        out(oy + r * Nc + c, r, c, static_cast<int32_t>(s));
+      }
+  });
+}
+
+void qlinear_matmul(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
+  // a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp
+  const double ys = in[6].as<float>()[0], yzp = static_cast<double>(ref::view_int(in[7], 0));
+  int_matmul(in, 0, 3, 2, 5, out[0].shape, [&](int64_t i, int64_t r, int64_t c, int32_t acc) {
+    const double as = in[1].as<float>()[in[1].numel() == 1 ? 0 : r];
+    const double bs = in[4].as<float>()[in[4].numel() == 1 ? 0 : c];
+    store_saturated(out[0], i, double(acc) * (as * bs / ys) + yzp);
+  });
+}
+
+void matmul_integer(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
+  int32_t* y = out[0].as<int32_t>();
+  int_matmul(in, 0, 1, 2, 3, out[0].shape, [&](int64_t i, int64_t, int64_t, int32_t acc) { y[i] = acc; });
+}
+
+const ReferenceRegistrar kQConv("QConv", qconv);
+const ReferenceRegistrar kQGemm("QGemm", qgemm);
+const ReferenceRegistrar kQAdd("QAdd", qadd);
+const ReferenceRegistrar kQuantizeLinear("QuantizeLinear", quantize_linear);
+const ReferenceRegistrar kDequantizeLinear("DequantizeLinear", dequantize_linear);
+const ReferenceRegistrar kQLinearConv("QLinearConv", qlinear_conv);
+const ReferenceRegistrar kQLinearMatMul("QLinearMatMul", qlinear_matmul);
+const ReferenceRegistrar kConvInteger("ConvInteger", conv_integer);
+const ReferenceRegistrar kMatMulInteger("MatMulInteger", matmul_integer);
+
+}  // namespace
+}  // namespace lowbit

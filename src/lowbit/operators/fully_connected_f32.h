@@ -1,0 +1,15 @@
+#pragma once
+// Fast fp32 fully-connected drivers: Gemm and MatMul with constant 2-D weights.
+#include <memory>
+#include <string>
+
+#include "lowbit/dispatch/registry.h"
+
+namespace lowbit {
+
+std::string check_gemm_f32(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_gemm_f32_avx2(const NodeContext& ctx);
+std::string check_matmul_f32(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_matmul_f32_avx2(const NodeContext& ctx);
+
+}  // namespace lowbit

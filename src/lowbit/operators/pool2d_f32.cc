@@ -1,0 +1,129 @@
+// fp32 pooling drivers: each (image, channel) plane is copied into a per-thread buffer padded
+// with the pooling identity (-inf for max, 0 for average) and large enough for every window,
+// including ceil_mode overhang, so the kernels run without bounds checks.
+#include "lowbit/operators/pool2d_f32.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "lowbit/ir/op_params.h"
+#include "lowbit/kernels/f32-pool/f32_pool.h"
+#include "lowbit/operators/operator_util.h"
+
+namespace lowbit {
+namespace {
+
+class Pool2dF32 final : public Kernel {
+ public:
+  Pool2dF32(const Pool2dParams& p, bool is_max, int threads) : p_(p), max_(is_max) {
+    PH_ = std::max(p.H + p.pad_top + p.pad_bottom, (p.OH - 1) * p.SH + (p.KH - 1) * p.DH + 1);
+    PW_ = std::max(p.W + p.pad_left + p.pad_right, (p.OW - 1) * p.SW + (p.KW - 1) * p.DW + 1);
+    plane_floats_ = PH_ * PW_ + 16 * p.SW + 16;
+    scratch_.reserve(std::max(threads, 1), plane_floats_);
+    geom_ = {static_cast<size_t>(p.KH), static_cast<size_t>(p.KW), static_cast<size_t>(p.SH), static_cast<size_t>(p.SW),
+             static_cast<size_t>(p.DH), static_cast<size_t>(p.DW), static_cast<size_t>(p.OH), static_cast<size_t>(p.OW)};
+    if (!is_max) {
+      inv_h_ = inverse_counts(p.OH, p.H, p.KH, p.SH, p.DH, p.pad_top, p.pad_bottom);
+      inv_w_ = inverse_counts(p.OW, p.W, p.KW, p.SW, p.DW, p.pad_left, p.pad_right);
+    }
+  }
+
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+    scratch_.reserve(pool.size(), plane_floats_);
+    const float* x = in[0].as<float>();
+    float* y = out[0].as<float>();
+    const float fill = max_ ? -std::numeric_limits<float>::infinity() : 0.0f;
+    pool.parallel_for(p_.N * p_.C, [&](int64_t plane_index, int thread) {
+      float* plane = scratch_.get(thread);
+      std::fill(plane, plane + p_.pad_top * PW_, fill);
+      const float* src = x + plane_index * p_.H * p_.W;
+      for (int64_t h = 0; h < p_.H; ++h) {
+        float* row = plane + (h + p_.pad_top) * PW_;
+        std::fill(row, row + p_.pad_left, fill);
+        std::memcpy(row + p_.pad_left, src + h * p_.W, static_cast<size_t>(p_.W) * sizeof(float));
+        std::fill(row + p_.pad_left + p_.W, row + PW_, fill);
+      }
+      std::fill(plane + (p_.H + p_.pad_top) * PW_, plane + plane_floats_, fill);
+      float* dst = y + plane_index * p_.OH * p_.OW;
+      if (max_)
+        f32_maxpool2d_chw__avx2(plane, static_cast<size_t>(PW_), geom_, dst);
+      else
+        f32_avgpool2d_chw__avx2(plane, static_cast<size_t>(PW_), geom_, inv_h_.data(), inv_w_.data(), dst);
+    });
+  }
+
+ private:
+  // 1 / (taps of each output's window that count): inside [-pad_begin, in + pad_end) with
+  // count_include_pad, else inside [0, in). Padded to a multiple of 8 for vector loads.
+  std::vector<float> inverse_counts(int64_t out, int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe) {
+    std::vector<float> inv(static_cast<size_t>((out + 7) / 8 * 8), 0.0f);
+    const int64_t lo = p_.count_include_pad ? -pb : 0, hi = p_.count_include_pad ? in + pe : in;
+    for (int64_t o = 0; o < out; ++o) {
+      int64_t cnt = 0;
+      for (int64_t t = 0; t < k; ++t) {
+        const int64_t i = o * s - pb + t * d;
+        cnt += i >= lo && i < hi;
+      }
+      inv[static_cast<size_t>(o)] = cnt ? 1.0f / static_cast<float>(cnt) : 0.0f;
+    }
+    return inv;
+  }
+
+  Pool2dParams p_;
+  bool max_;
+  int64_t PH_ = 0, PW_ = 0, plane_floats_ = 0;
+  F32PoolGeometry geom_{};
+  std::vector<float> inv_h_, inv_w_;
+  ops::ThreadScratch scratch_;
+};
+
+class GlobalAvgPoolF32 final : public Kernel {
+ public:
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+    const Shape& s = in[0].shape;
+    const int64_t planes = s[0] * s[1], n = in[0].numel() / std::max<int64_t>(planes, 1);
+    const int64_t chunk = 64;
+    const float* x = in[0].as<float>();
+    float* y = out[0].as<float>();
+    pool.parallel_for(ops::ceil_div(planes, chunk), [&](int64_t t, int) {
+      const int64_t c0 = t * chunk, c1 = std::min(planes, c0 + chunk);
+      f32_global_avgpool__avx2(x + c0 * n, static_cast<size_t>(n), static_cast<size_t>(c1 - c0), y + c0);
+    });
+  }
+};
+
+std::string check_pool_common(const NodeContext& ctx) {
+  if (std::string r = ops::need_f32(ctx, 0, "input"); !r.empty()) return r;
+  return ops::need_rank4(ctx);
+}
+
+}  // namespace
+
+std::string check_maxpool2d_f32(const NodeContext& ctx) {
+  if (std::string r = check_pool_common(ctx); !r.empty()) return r;
+  if (ctx.node.outputs.size() > 1 && ctx.node.outputs[1] != kNoValue) return "Indices output unsupported";
+  return "";
+}
+
+std::unique_ptr<Kernel> create_maxpool2d_f32_avx2(const NodeContext& ctx) {
+  return std::make_unique<Pool2dF32>(pool2d_params(ctx.graph, ctx.node), true, ctx.threads);
+}
+
+std::string check_avgpool2d_f32(const NodeContext& ctx) { return check_pool_common(ctx); }
+
+std::unique_ptr<Kernel> create_avgpool2d_f32_avx2(const NodeContext& ctx) {
+  return std::make_unique<Pool2dF32>(pool2d_params(ctx.graph, ctx.node), false, ctx.threads);
+}
+
+std::string check_global_avgpool_f32(const NodeContext& ctx) {
+  if (std::string r = ops::need_f32(ctx, 0, "input"); !r.empty()) return r;
+  if (ctx.in(0).shape.size() < 3) return "input rank " + std::to_string(ctx.in(0).shape.size()) + ", needs >= 3";
+  return "";
+}
+
+std::unique_ptr<Kernel> create_global_avgpool_f32_avx2(const NodeContext&) {
+  return std::make_unique<GlobalAvgPoolF32>();
+}
+
+}  // namespace lowbit

@@ -1,0 +1,17 @@
+#pragma once
+// Fast fp32 pooling drivers (NCHW).
+#include <memory>
+#include <string>
+
+#include "lowbit/dispatch/registry.h"
+
+namespace lowbit {
+
+std::string check_maxpool2d_f32(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_maxpool2d_f32_avx2(const NodeContext& ctx);
+std::string check_avgpool2d_f32(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_avgpool2d_f32_avx2(const NodeContext& ctx);
+std::string check_global_avgpool_f32(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_global_avgpool_f32_avx2(const NodeContext& ctx);
+
+}  // namespace lowbit

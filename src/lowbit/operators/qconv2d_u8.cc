@@ -1,0 +1,314 @@
+// QConv driver: implicit GEMM over the qu8 micro-kernels (kernels/qu8-gemm/README.md).
+//
+// Same orientation as the fp32 driver: rows = output channels (weights packed once at creation
+// into K x MR panels of int32 words, each holding KG consecutive-k weights), columns = output
+// pixels (im2col-packed per panel of nr pixels into thread-local scratch), so a tile row stores
+// nr consecutive u8 pixels straight into NCHW.
+//
+// Zero point of x: padding positions hold zp_x (the padded copy's border is filled once at
+// creation). The AVX2 kernels subtract zp_x while packing; the VNNI kernels multiply raw u8 and
+// start each accumulator at -zp_x * sum_k w[m][k] instead. Both give the integers of the contract.
+//
+// K is split into blocks of at most ks.kc_max values so that a packed panel stays in L1; the
+// int32 partial sums of a panel live in per-thread scratch between blocks. Every output byte is a
+// function of integers only, so results are identical for any thread count.
+#include "lowbit/operators/qconv2d_u8.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "lowbit/ir/op_params.h"
+#include "lowbit/operators/operator_util.h"
+
+namespace lowbit {
+namespace {
+
+using ops::ceil_div;
+
+// Requantization constants of the contract (notes in kernels/qu8-gemm/README.md).
+int32_t clamp_bound(float act, float s_y, int32_t zp_y, int32_t absent) {
+  if (!std::isfinite(act)) return absent;
+  float r = std::nearbyintf(act / s_y);
+  r = std::min(std::max(r, -1e6f), 1e6f);
+  return std::clamp(static_cast<int32_t>(r) + zp_y, 0, 255);
+}
+
+// Bytes of per-thread scratch: a float ThreadScratch sized in floats.
+int64_t floats_for(int64_t bytes) { return ceil_div(bytes, 4) + 16; }
+
+class QConv2dIgemm final : public Kernel {
+ public:
+  QConv2dIgemm(const NodeContext& ctx, const Conv2dParams& p, const Qu8GemmKernels& ks) : p_(p), ks_(ks) {
+    const Graph& g = ctx.graph;
+    const QuantParams& qx = *ctx.in(0).quant;
+    const QuantParams& qw = *ctx.in(1).quant;
+    const QuantParams& qy = *ctx.out(0).quant;
+    const int8_t* w = ctx.constant(1)->data<int8_t>();
+    const Tensor* bias = ctx.constant(2);
+    zp_x_ = static_cast<uint8_t>(qx.zero_point[0]);
+    const float s_y = qy.scale[0];
+    zp_y_ = qy.zero_point[0];
+
+    Cg_ = p.C_per_group();
+    Mg_ = p.M_per_group();
+    K_ = Cg_ * p.KH * p.KW;
+    const int64_t kg = ks.kg;
+    Kp_ = ceil_div(K_, kg) * kg;
+    OHW_ = p.OH * p.OW;
+    pad_ = p.pad_top || p.pad_left || p.pad_bottom || p.pad_right;
+    PH_ = p.H + p.pad_top + p.pad_bottom;
+    PW_ = p.W + p.pad_left + p.pad_right;
+    if (pad_) {
+      // Border filled with zp_x once; run() rewrites only the interior. 64 bytes of slack let the
+      // packers use vector loads up to the end.
+      padded_ = Tensor(DType::u8, {p.C * PH_ * PW_ + 64});
+      std::memset(padded_.data<uint8_t>(), zp_x_, static_cast<size_t>(padded_.numel()));
+    }
+
+    koff_.assign(static_cast<size_t>(Kp_), 0);
+    for (int64_t c = 0, k = 0; c < Cg_; ++c)
+      for (int64_t kh = 0; kh < p.KH; ++kh)
+        for (int64_t kw = 0; kw < p.KW; ++kw) koff_[static_cast<size_t>(k++)] = c * PH_ * PW_ + kh * p.DH * PW_ + kw * p.DW;
+    // k >= K (group padding) has zero weights; its offset only needs to be readable.
+
+    // Weights: per group, panels of mr output channels (the last one narrower), Kp/kg x mr words.
+    const int64_t mr_max = ks.mr;
+    packed_ = Tensor(DType::i32, {p.M * Kp_ / kg});
+    uint32_t* pw = packed_.data<uint32_t>();
+    for (int64_t gi = 0; gi < p.group; ++gi)
+      for (int64_t m0 = 0; m0 < Mg_; m0 += mr_max) {
+        const int64_t mr = std::min(mr_max, Mg_ - m0);
+        uint32_t* dst = pw + (gi * Mg_ + m0) * Kp_ / kg;
+        for (int64_t kk = 0; kk < Kp_ / kg; ++kk)
+          for (int64_t r = 0; r < mr; ++r) {
+            uint32_t word = 0;
+            for (int64_t i = 0; i < kg; ++i) {
+              const int64_t k = kk * kg + i;
+              const int32_t v = k < K_ ? w[(gi * Mg_ + m0 + r) * K_ + k] : 0;
+              word |= ks.widened ? (static_cast<uint32_t>(static_cast<uint16_t>(v)) << (16 * i))
+                                 : (static_cast<uint32_t>(static_cast<uint8_t>(v)) << (8 * i));
+            }
+            dst[kk * mr + r] = word;
+          }
+      }
+    if (!ks.widened) {
+      // -zp_x * sum_k w: the raw-u8 product sum minus this equals sum (x - zp_x) * w (mod 2^32).
+      row_init_.resize(static_cast<size_t>(p.M));
+      for (int64_t m = 0; m < p.M; ++m) {
+        int64_t s = 0;
+        for (int64_t k = 0; k < K_; ++k) s += w[m * K_ + k];
+        row_init_[static_cast<size_t>(m)] = static_cast<int32_t>(-static_cast<int64_t>(zp_x_) * s);
+      }
+    }
+
+    scale_.resize(static_cast<size_t>(p.M));
+    bias_.assign(static_cast<size_t>(p.M), 0.0f);
+    for (int64_t m = 0; m < p.M; ++m) {
+      const float s_w = qw.scale.size() == 1 ? qw.scale[0] : qw.scale[static_cast<size_t>(m)];
+      scale_[static_cast<size_t>(m)] = static_cast<float>(double(qx.scale[0]) * s_w / s_y);
+      if (bias) bias_[static_cast<size_t>(m)] = static_cast<float>(double(bias->data<float>()[m]) / s_y);
+    }
+    if (p.has_residual) {
+      const QuantParams& qr = *g.value(ctx.node.inputs[3]).quant;
+      res_scale_ = static_cast<float>(double(qr.scale[0]) / s_y);
+      res_zp_ = qr.zero_point[0];
+    }
+    const int32_t lo = clamp_bound(p.act_min, s_y, zp_y_, 0), hi = clamp_bound(p.act_max, s_y, zp_y_, 255);
+    qmin_ = static_cast<float>(lo - zp_y_);
+    qmax_ = static_cast<float>(std::max(lo, hi) - zp_y_);
+
+    // Pixel panels and their im2col runs (consecutive pixels whose sources are SW apart).
+    for (int64_t p0 = 0; p0 < OHW_; p0 += ks.nr) {
+      Panel pan;
+      pan.p0 = p0;
+      pan.nvalid = static_cast<int32_t>(std::min<int64_t>(ks.nr, OHW_ - p0));
+      pan.tail = pan.nvalid <= ks.nr_tail;
+      pan.run_begin = static_cast<int32_t>(runs_.size());
+      for (int64_t q = p0; q < p0 + pan.nvalid; ++q) {
+        const int64_t src = (q / p.OW) * p.SH * PW_ + (q % p.OW) * p.SW;
+        if (static_cast<int32_t>(runs_.size()) > pan.run_begin) {
+          Qu8Im2colRun& last = runs_.back();
+          if (last.src + last.len * p.SW == src) {
+            ++last.len;
+            continue;
+          }
+        }
+        runs_.push_back({src, static_cast<int32_t>(q - p0), 1});
+      }
+      pan.run_end = static_cast<int32_t>(runs_.size());
+      panels_.push_back(pan);
+    }
+
+    const int64_t ngroups = Kp_ / kg;
+    nkb_ = ceil_div(Kp_, ks.kc_max);
+    kgb_ = ceil_div(ngroups, nkb_);  // k groups per block (the last block may be shorter)
+    mpanels_ = ceil_div(Mg_, mr_max);
+    const int64_t elem = ks.widened ? 2 : 1;
+    bbytes_ = kgb_ * kg * ks.nr * elem;
+    scratch_floats_ = floats_for(bbytes_ + 64 + mpanels_ * mr_max * ks.nr * 4);
+    scratch_.reserve(std::max(ctx.threads, 1), scratch_floats_);
+  }
+
+  int64_t packed_weight_bytes() const override {
+    return packed_.nbytes() + static_cast<int64_t>((scale_.size() + bias_.size()) * 4 + row_init_.size() * 4);
+  }
+
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+    const int threads = pool.size();
+    scratch_.reserve(threads, scratch_floats_);
+    const uint8_t* x = in[0].as<uint8_t>();
+    const uint8_t* res = in.size() > 3 && in[3].data ? in[3].as<uint8_t>() : nullptr;
+    uint8_t* y = out[0].as<uint8_t>();
+    const int64_t npanels = static_cast<int64_t>(panels_.size());
+    const int64_t outer = p_.group * npanels;
+    // Enough tasks for the pool: split the output channels too when panels are few.
+    const int64_t msplit = threads == 1 || outer >= 4 * threads ? 1 : std::min(mpanels_, ceil_div(4 * threads, outer));
+    for (int64_t n = 0; n < p_.N; ++n) {
+      const uint8_t* xn = x + n * p_.C * p_.H * p_.W;
+      int64_t avail = p_.C * p_.H * p_.W;
+      if (pad_) {
+        uint8_t* pd = padded_.data<uint8_t>();
+        pool.parallel_for(p_.C, [&](int64_t c, int) {
+          for (int64_t h = 0; h < p_.H; ++h)
+            std::memcpy(pd + c * PH_ * PW_ + (h + p_.pad_top) * PW_ + p_.pad_left, xn + (c * p_.H + h) * p_.W,
+                        static_cast<size_t>(p_.W));
+        });
+        xn = pd;
+        avail = padded_.numel();
+      }
+      const uint8_t* rn = res ? res + n * p_.M * OHW_ : nullptr;
+      uint8_t* yn = y + n * p_.M * OHW_;
+      pool.parallel_for(outer * msplit, [&](int64_t t, int thread) {
+        const int64_t ms = t % msplit, pi = (t / msplit) % npanels, g = t / (msplit * npanels);
+        tile_panel(g, pi, mpanels_ * ms / msplit, mpanels_ * (ms + 1) / msplit, xn, avail, rn, yn,
+                   reinterpret_cast<uint8_t*>(scratch_.get(thread)));
+      });
+    }
+  }
+
+ private:
+  struct Panel {
+    int64_t p0;
+    int32_t nvalid, run_begin, run_end;
+    bool tail;
+  };
+
+  void tile_panel(int64_t g, int64_t pi, int64_t mp0, int64_t mp1, const uint8_t* x, int64_t avail,
+                  const uint8_t* res, uint8_t* y, uint8_t* scratch) const {
+    const Panel& pan = panels_[static_cast<size_t>(pi)];
+    const int64_t kg = ks_.kg, mr_max = ks_.mr;
+    const int64_t nr = pan.tail ? ks_.nr_tail : ks_.nr;
+    const Qu8Im2colPack pack = pan.tail ? ks_.pack_tail : ks_.pack;
+    const Qu8GemmUkernel* table = pan.tail ? ks_.tail : ks_.main;
+    const int64_t gofs = g * Cg_ * PH_ * PW_;
+    const uint8_t* xg = x + gofs;
+    uint8_t* bbuf = scratch;  // 64-byte aligned (ThreadScratch)
+    int32_t* partial = reinterpret_cast<int32_t*>(scratch + ceil_div(bbytes_ + 64, 64) * 64);
+    const uint32_t* packed = packed_.data<uint32_t>();
+    const int64_t ngroups = Kp_ / kg;
+    for (int64_t kb = 0; kb < nkb_; ++kb) {
+      const int64_t kk0 = kb * kgb_, nkg = std::min(kgb_, ngroups - kk0);
+      pack(static_cast<size_t>(nkg), xg, static_cast<size_t>(avail - gofs), koff_.data() + kk0 * kg,
+           runs_.data() + pan.run_begin, static_cast<size_t>(pan.run_end - pan.run_begin), static_cast<size_t>(p_.SW),
+           static_cast<size_t>(nr), zp_x_, bbuf);
+      Qu8GemmEpilogue e;
+      e.first = kb == 0;
+      e.last = kb == nkb_ - 1;
+      e.qmin = qmin_;
+      e.qmax = qmax_;
+      e.zp_y = zp_y_;
+      e.res_scale = res_scale_;
+      e.res_zp = res_zp_;
+      e.ld_res = static_cast<size_t>(OHW_);
+      for (int64_t mp = mp0; mp < mp1; ++mp) {
+        const int64_t m = g * Mg_ + mp * mr_max, mr = std::min(mr_max, Mg_ - mp * mr_max);
+        e.row_init = row_init_.empty() ? nullptr : row_init_.data() + m;
+        e.partial = partial + (mp - mp0) * mr_max * nr;
+        e.scale = scale_.data() + m;
+        e.bias = bias_.data() + m;
+        e.res = res ? res + m * OHW_ + pan.p0 : nullptr;
+        table[mr](static_cast<size_t>(pan.nvalid), static_cast<size_t>(nkg), packed + m * ngroups + kk0 * mr, bbuf,
+                  y + m * OHW_ + pan.p0, static_cast<size_t>(OHW_), e);
+      }
+    }
+  }
+
+  Conv2dParams p_;
+  Qu8GemmKernels ks_;
+  uint8_t zp_x_ = 0;
+  int32_t zp_y_ = 0, res_zp_ = 0;
+  float res_scale_ = 0.0f, qmin_ = 0.0f, qmax_ = 255.0f;
+  int64_t Cg_ = 0, Mg_ = 0, K_ = 0, Kp_ = 0, OHW_ = 0, PH_ = 0, PW_ = 0;
+  bool pad_ = false;
+  std::vector<int64_t> koff_;
+  std::vector<Panel> panels_;
+  std::vector<Qu8Im2colRun> runs_;
+  int64_t nkb_ = 0, kgb_ = 0, mpanels_ = 0, bbytes_ = 0, scratch_floats_ = 0;
+  Tensor packed_, padded_;
+  std::vector<int32_t> row_init_;
+  std::vector<float> scale_, bias_;
+  ops::ThreadScratch scratch_;
+};
+
+}  // namespace
+
+// ---- applicability ----
+
+namespace qops {
+
+std::string need_dtype(const NodeContext& ctx, size_t i, const char* what, DType want) {
+  if (!ctx.has_input(i)) return "";
+  DType t = ctx.in(i).dtype;
+  if (t == want) return "";
+  return std::string(what) + " dtype " + dtype_name(t) + ", needs " + dtype_name(want);
+}
+
+std::string need_quant(const Value& v, const char* what, size_t channels) {
+  if (!v.quant || v.quant->scale.empty()) return std::string(what) + " has no quantization parameters";
+  const QuantParams& q = *v.quant;
+  if (q.zero_point.size() != q.scale.size()) return std::string(what) + ": scale and zero_point counts differ";
+  if (q.scale.size() != 1 && q.scale.size() != channels)
+    return std::string(what) + " has " + std::to_string(q.scale.size()) + " scales, needs 1" +
+           (channels > 1 ? " or " + std::to_string(channels) : std::string());
+  for (float s : q.scale)
+    if (!(s > 0.0f) || !std::isfinite(s)) return std::string(what) + " has a non-positive or non-finite scale";
+  return "";
+}
+
+}  // namespace qops
+
+std::string check_qconv2d_u8_igemm(const NodeContext& ctx) {
+  using qops::need_dtype;
+  for (auto r : {need_dtype(ctx, 0, "input", DType::u8), need_dtype(ctx, 1, "weights", DType::i8),
+                 need_dtype(ctx, 2, "bias", DType::f32), need_dtype(ctx, 3, "residual", DType::u8),
+                 ops::need_constant(ctx, 1, "weights"), ops::need_constant(ctx, 2, "bias"), ops::need_rank4(ctx)})
+    if (!r.empty()) return r;
+  if (ctx.out(0).dtype != DType::u8) return std::string("output dtype ") + dtype_name(ctx.out(0).dtype) + ", needs u8";
+  const int64_t M = ctx.in(1).shape.empty() ? 0 : ctx.in(1).shape[0];
+  for (auto r : {qops::need_quant(ctx.in(0), "input", 1), qops::need_quant(ctx.in(1), "weights", size_t(M)),
+                 qops::need_quant(ctx.out(0), "output", 1),
+                 ctx.has_input(3) ? qops::need_quant(ctx.in(3), "residual", 1) : std::string()})
+    if (!r.empty()) return r;
+  for (int32_t z : ctx.in(1).quant->zero_point)
+    if (z != 0) return "weights zero point " + std::to_string(z) + ", needs symmetric (0)";
+  return "";
+}
+
+std::unique_ptr<Kernel> create_qconv2d_u8_igemm(const NodeContext& ctx, const Qu8GemmKernels& ks) {
+  return std::make_unique<QConv2dIgemm>(ctx, conv2d_params(ctx.graph, ctx.node), ks);
+}
+
+std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avx2(const NodeContext& ctx) {
+  return create_qconv2d_u8_igemm(ctx, qu8_gemm_kernels_avx2());
+}
+
+std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avx512vnni(const NodeContext& ctx) {
+  return create_qconv2d_u8_igemm(ctx, qu8_gemm_kernels_avx512vnni());
+}
+
+std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avxvnni(const NodeContext& ctx) {
+  return create_qconv2d_u8_igemm(ctx, qu8_gemm_kernels_avxvnni());
+}
+
+}  // namespace lowbit

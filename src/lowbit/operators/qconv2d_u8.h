@@ -1,0 +1,36 @@
+#pragma once
+// Fast quantized (u8 activations, i8 per-channel weights) drivers: QConv as implicit GEMM,
+// QGemm (fully connected) and QAdd. The drivers are baseline C++; the ISA lives in the micro-kernels
+// they call through function pointers, so each result is byte-identical to the reference kernels
+// (kernels/reference/quant.cc) whatever the ISA or thread count.
+#include <memory>
+#include <string>
+
+#include "lowbit/dispatch/registry.h"
+#include "lowbit/kernels/qu8-gemm/qu8_gemm.h"
+
+namespace lowbit {
+
+namespace qops {
+// "" if input i is absent or has dtype `want`, else "weights dtype i4, needs i8".
+std::string need_dtype(const NodeContext& ctx, size_t i, const char* what, DType want);
+// "" if v carries usable quantization parameters with 1 or `channels` scales, else why not.
+std::string need_quant(const Value& v, const char* what, size_t channels);
+}  // namespace qops
+
+// QConv as implicit GEMM: any group, stride, dilation and padding, bias, residual and clamp.
+std::string check_qconv2d_u8_igemm(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qconv2d_u8_igemm(const NodeContext& ctx, const Qu8GemmKernels& ks);
+std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avx2(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avx512vnni(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avxvnni(const NodeContext& ctx);
+
+// QGemm (A [M, K] u8 x W [N, K] i8), u8 or f32 output: one int16 dot-product pass per row.
+std::string check_qgemm_u8_gemv(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qgemm_u8_gemv_avx2(const NodeContext& ctx);
+
+// QAdd of two u8 tensors of the same shape.
+std::string check_qadd_u8(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qadd_u8_avx2(const NodeContext& ctx);
+
+}  // namespace lowbit

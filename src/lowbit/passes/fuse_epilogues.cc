@@ -1,0 +1,125 @@
+#include <limits>
+
+#include "lowbit/passes/passes.h"
+
+namespace lowbit {
+namespace {
+
+bool is_graph_output(const Graph& g, ValueId v) {
+  for (ValueId o : g.outputs)
+    if (o == v) return true;
+  return false;
+}
+
+// Relu or Clip with constant bounds, as a clamp interval.
+bool activation_bounds(const Graph& g, const Node& n, float& lo, float& hi) {
+  lo = -std::numeric_limits<float>::infinity();
+  hi = std::numeric_limits<float>::infinity();
+  if (n.op == "Relu") {
+    lo = 0.f;
+    return true;
+  }
+  if (n.op != "Clip") return false;
+  for (size_t k = 1; k < 3; ++k) {
+    ValueId v = Graph::input_or_none(n, k);
+    if (v == kNoValue) continue;
+    const Tensor* t = g.constant(v);
+    if (!t || t->numel() != 1 || t->dtype() != DType::f32) return false;
+    (k == 1 ? lo : hi) = t->data<float>()[0];
+  }
+  return true;
+}
+
+// Rewires node `dst` to produce what `absorbed` produced and marks `absorbed` for removal.
+void absorb(Node& dst, Node& absorbed, std::vector<char>& erase, size_t absorbed_index) {
+  dst.outputs[0] = absorbed.outputs[0];
+  erase[absorbed_index] = 1;
+}
+
+}  // namespace
+
+int fuse_epilogues(Graph& g) {
+  int fused = 0;
+  // Repeat until stable: fusing an Add makes the following Relu fusable into the same Conv.
+  for (bool changed = true; changed;) {
+    changed = false;
+    auto producer = g.producers();
+    auto consumers = g.consumers();
+    std::vector<char> erase(g.nodes.size(), 0);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      Node& n = g.nodes[i];
+      if (erase[i]) continue;
+      if (n.op == "Add" && n.inputs.size() == 2) {
+        // Fuse into the Conv that runs later, so the residual already exists when it runs.
+        for (int side = 0; side < 2; ++side) {
+          ValueId x = n.inputs[static_cast<size_t>(side)], r = n.inputs[static_cast<size_t>(1 - side)];
+          NodeId p = producer[static_cast<size_t>(x)];
+          if (p < 0 || erase[static_cast<size_t>(p)]) continue;
+          Node& conv = g.nodes[static_cast<size_t>(p)];
+          if (conv.op != "Conv" || conv.inputs.size() > 3 || conv.attrs.has("act_min") || conv.attrs.has("act_max"))
+            continue;
+          if (consumers[static_cast<size_t>(x)].size() != 1 || is_graph_output(g, x)) continue;
+          const Value &xv = g.value(x), &rv = g.value(r);
+          if (g.is_constant(r) || rv.shape != xv.shape || rv.dtype != xv.dtype) continue;
+          NodeId rp = producer[static_cast<size_t>(r)];
+          if (rp >= 0 && static_cast<size_t>(rp) > static_cast<size_t>(p)) continue;
+          conv.inputs.resize(4, kNoValue);
+          conv.inputs[3] = r;
+          absorb(conv, n, erase, i);
+          ++fused;
+          changed = true;
+          break;
+        }
+        continue;
+      }
+      float lo, hi;
+      if (n.inputs.empty() || !activation_bounds(g, n, lo, hi)) continue;
+      ValueId x = n.inputs[0];
+      NodeId p = producer[static_cast<size_t>(x)];
+      if (p < 0 || erase[static_cast<size_t>(p)]) continue;
+      Node& prod = g.nodes[static_cast<size_t>(p)];
+      if ((prod.op != "Conv" && prod.op != "Gemm") || prod.attrs.has("act_min") || prod.attrs.has("act_max"))
+        continue;
+      if (consumers[static_cast<size_t>(x)].size() != 1 || is_graph_output(g, x)) continue;
+      if (lo != -std::numeric_limits<float>::infinity()) prod.attrs.set("act_min", lo);
+      if (hi != std::numeric_limits<float>::infinity()) prod.attrs.set("act_max", hi);
+      if (!prod.attrs.has("act_min") && !prod.attrs.has("act_max")) prod.attrs.set("act_min", lo);
+      absorb(prod, n, erase, i);
+      ++fused;
+      changed = true;
+    }
+    if (changed) {
+      std::vector<Node> kept;
+      for (size_t i = 0; i < g.nodes.size(); ++i)
+        if (!erase[i]) kept.push_back(std::move(g.nodes[i]));
+      g.nodes = std::move(kept);
+    }
+  }
+  if (fused) g.remove_dead();
+  return fused;
+}
+
+int remove_identities(Graph& g) {
+  int removed = 0;
+  std::vector<ValueId> replace(g.values.size());
+  for (size_t v = 0; v < replace.size(); ++v) replace[v] = static_cast<ValueId>(v);
+  std::vector<Node> kept;
+  for (auto& n : g.nodes) {
+    bool passthrough = (n.op == "Identity" || n.op == "Dropout") && !n.inputs.empty() &&
+                       !is_graph_output(g, n.outputs[0]) &&
+                       (n.outputs.size() < 2 || n.outputs[1] == kNoValue);
+    if (passthrough) {
+      replace[static_cast<size_t>(n.outputs[0])] = replace[static_cast<size_t>(n.inputs[0])];
+      ++removed;
+      continue;
+    }
+    for (auto& v : n.inputs)
+      if (v != kNoValue) v = replace[static_cast<size_t>(v)];
+    kept.push_back(std::move(n));
+  }
+  g.nodes = std::move(kept);
+  if (removed) g.remove_dead();
+  return removed;
+}
+
+}  // namespace lowbit

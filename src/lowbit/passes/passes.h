@@ -1,0 +1,36 @@
+#pragma once
+// Graph passes, in the order compile() runs them. Each keeps the graph valid and topologically
+// sorted; each returns how many rewrites it made (reported by `inspect`).
+#include <cstdint>
+#include <vector>
+
+#include "lowbit/ir/graph.h"
+
+namespace lowbit {
+
+// Validates every node (the one validation layer, ir/op_schema.h) and evaluates nodes whose
+// inputs are all constant, so exporters' shape subgraphs (Shape, Gather, Concat, ...) fold
+// away once input shapes are fixed. Validation and folding interleave because a node's shape
+// can depend on a folded value (Reshape's shape input).
+int validate_and_fold_constants(Graph& g);
+
+// Conv -> BatchNormalization with constant parameters becomes one Conv with scaled weights and
+// a new bias.
+int fold_batch_norm(Graph& g);
+
+// Identity and Dropout (inference) disappear; their consumers read the input directly.
+int remove_identities(Graph& g);
+
+// Conv + Add(residual) + Relu/Clip and Gemm + Relu/Clip become one node with a fused epilogue
+// (attributes act_min/act_max, Conv input 3 = residual).
+int fuse_epilogues(Graph& g);
+
+// Static memory plan: one arena, each runtime value at an offset; values whose lifetimes do not
+// overlap share bytes. Lifetimes are in node order.
+struct MemoryPlan {
+  std::vector<int64_t> offset;  // per value; -1 for constants and unused values
+  int64_t arena_bytes = 0;
+};
+MemoryPlan plan_memory(const Graph& g, int64_t alignment = 64);
+
+}  // namespace lowbit

@@ -1,0 +1,155 @@
+#include "lowbit/runtime/compiled_model.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "lowbit/common/error.h"
+#include "lowbit/ir/op_params.h"
+#include "lowbit/passes/passes.h"
+
+namespace lowbit {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+int64_t node_macs(const Graph& g, const Node& n) {
+  if (n.op == "Conv") return conv2d_params(g, n).macs();
+  if (n.op == "Gemm" || n.op == "MatMul") {
+    const Shape& y = g.value(n.outputs[0]).shape;
+    const Shape& a = g.value(n.inputs[0]).shape;
+    if (a.empty()) return 0;
+    int64_t k = n.op == "Gemm" && n.attrs.get_int("transA", 0) ? a[0] : a.back();
+    return num_elements(y) * k;
+  }
+  return 0;
+}
+
+bool dispatch_verbose() {
+  const char* v = std::getenv("LOWBIT_VERBOSE");
+  return v && std::strstr(v, "dispatch");
+}
+
+}  // namespace
+
+std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const CompileOptions& opts) {
+  auto t0 = Clock::now();
+  std::unique_ptr<CompiledModel> m(new CompiledModel());
+  m->target_ = opts.target;
+  if (!opts.allow_foreign_target) {
+    std::string lacking = host_target().missing(opts.target);
+    if (!lacking.empty())
+      throw Error("target '" + opts.target.name + "' needs " + lacking +
+                  ", which this CPU lacks: it can be explained, inspected or saved here, not run");
+  }
+  validate_and_fold_constants(graph);
+  if (opts.optimize) {
+    remove_identities(graph);
+    fold_batch_norm(graph);
+    fuse_epilogues(graph);
+  }
+  graph.remove_dead();
+  // Passes rewrite nodes; validating again proves they kept every node well-typed.
+  validate_and_fold_constants(graph);
+  m->graph_ = std::move(graph);
+
+  MemoryPlan plan = plan_memory(m->graph_);
+  m->offsets_ = std::move(plan.offset);
+  m->arena_bytes_ = plan.arena_bytes;
+  m->arena_ = Tensor(DType::u8, {std::max<int64_t>(m->arena_bytes_, 1)});
+  m->pool_ = std::make_unique<ThreadPool>(opts.threads);
+
+  const bool verbose = dispatch_verbose();
+  for (size_t i = 0; i < m->graph_.nodes.size(); ++i) {
+    const Node& n = m->graph_.nodes[i];
+    NodeContext ctx{m->graph_, n, m->target_, m->pool_->size()};
+    Step s;
+    s.node = static_cast<NodeId>(i);
+    s.choice = select_kernel(ctx);
+    s.kernel = s.choice.chosen->create(ctx);
+    s.macs = node_macs(m->graph_, n);
+    if (verbose) {
+      std::fprintf(stderr, "lowbit dispatch: %s -> %s\n", n.label().c_str(), s.choice.chosen->name.c_str());
+      for (auto& r : s.choice.rejected)
+        std::fprintf(stderr, "lowbit dispatch:   skipped %s: %s\n", r.candidate->name.c_str(), r.reason.c_str());
+    }
+    m->steps_.push_back(std::move(s));
+  }
+  m->compile_ms_ = ms_since(t0);
+  return m;
+}
+
+int64_t CompiledModel::weight_bytes() const {
+  std::vector<char> seen(graph_.values.size(), 0);
+  int64_t bytes = 0;
+  for (const Node& n : graph_.nodes)
+    for (ValueId v : n.inputs)
+      if (v != kNoValue && graph_.is_constant(v) && !seen[static_cast<size_t>(v)]) {
+        seen[static_cast<size_t>(v)] = 1;
+        bytes += graph_.constant(v)->nbytes();
+      }
+  return bytes;
+}
+
+std::vector<Tensor> CompiledModel::run(const std::vector<Tensor>& inputs) { return execute(inputs, nullptr); }
+
+std::vector<Tensor> CompiledModel::run_profiled(const std::vector<Tensor>& inputs, std::vector<LayerTiming>& timings) {
+  timings.clear();
+  return execute(inputs, &timings);
+}
+
+std::vector<Tensor> CompiledModel::execute(const std::vector<Tensor>& inputs, std::vector<LayerTiming>* timings) {
+  const Graph& g = graph_;
+  if (inputs.size() != g.inputs.size())
+    throw Error("model takes " + std::to_string(g.inputs.size()) + " input(s), got " + std::to_string(inputs.size()));
+  uint8_t* arena = arena_.data<uint8_t>();
+  auto view_of = [&](ValueId v) -> TensorView {
+    if (v == kNoValue) return TensorView{};
+    const Value& val = g.value(v);
+    if (val.constant) return val.constant->view();
+    return TensorView{arena + offsets_[static_cast<size_t>(v)], val.dtype, val.shape};
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value& v = g.value(g.inputs[i]);
+    if (inputs[i].dtype() != v.dtype || inputs[i].shape() != v.shape)
+      throw Error("input '" + v.name + "' must be " + dtype_name(v.dtype) + " " + shape_str(v.shape) + ", got " +
+                  dtype_name(inputs[i].dtype()) + " " + shape_str(inputs[i].shape()));
+    if (offsets_[static_cast<size_t>(g.inputs[i])] >= 0)
+      std::memcpy(arena + offsets_[static_cast<size_t>(g.inputs[i])], inputs[i].raw(),
+                  static_cast<size_t>(inputs[i].nbytes()));
+  }
+  std::vector<TensorView> in, out;
+  for (const Step& s : steps_) {
+    const Node& n = g.nodes[static_cast<size_t>(s.node)];
+    in.clear();
+    out.clear();
+    for (ValueId v : n.inputs) in.push_back(view_of(v));
+    for (ValueId v : n.outputs) out.push_back(view_of(v));
+    if (timings) {
+      auto t0 = Clock::now();
+      s.kernel->run(in, out, *pool_);
+      timings->push_back({s.node, ms_since(t0)});
+    } else {
+      s.kernel->run(in, out, *pool_);
+    }
+  }
+  std::vector<Tensor> results;
+  for (ValueId v : g.outputs) {
+    const Value& val = g.value(v);
+    if (val.constant) {
+      results.push_back(val.constant->clone());
+      continue;
+    }
+    Tensor t(val.dtype, val.shape);
+    std::memcpy(t.raw(), arena + offsets_[static_cast<size_t>(v)], static_cast<size_t>(t.nbytes()));
+    results.push_back(std::move(t));
+  }
+  return results;
+}
+
+}  // namespace lowbit

@@ -1,0 +1,66 @@
+#pragma once
+// Compile = validate -> passes -> memory plan -> dispatch (kernel per node, weights packed once).
+// Run = execute the steps over one activation arena.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lowbit/dispatch/registry.h"
+#include "lowbit/ir/graph.h"
+#include "lowbit/runtime/thread_pool.h"
+#include "lowbit/target/target.h"
+
+namespace lowbit {
+
+struct CompileOptions {
+  Target target = host_target();
+  int threads = 0;        // 0: all cores
+  bool optimize = true;   // run the graph passes (folding, fusion); false: execute the graph as imported
+  bool allow_foreign_target = false;  // compile for a target the host cannot run (explain/inspect only)
+};
+
+struct Step {
+  NodeId node;             // index into graph().nodes
+  Choice choice;           // chosen kernel + rejected candidates with reasons
+  std::unique_ptr<Kernel> kernel;
+  int64_t macs = 0;
+};
+
+struct LayerTiming {
+  NodeId node;
+  double ms;
+};
+
+class CompiledModel {
+ public:
+  static std::unique_ptr<CompiledModel> compile(Graph graph, const CompileOptions& opts);
+
+  // Inputs in the order of graph().inputs; dtype and shape must match (clear error otherwise).
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+  // Same, recording the time of every step.
+  std::vector<Tensor> run_profiled(const std::vector<Tensor>& inputs, std::vector<LayerTiming>& timings);
+
+  const Graph& graph() const { return graph_; }
+  const std::vector<Step>& steps() const { return steps_; }
+  const Target& target() const { return target_; }
+  int threads() const { return pool_->size(); }
+  int64_t peak_activation_bytes() const { return arena_bytes_; }
+  int64_t weight_bytes() const;  // bytes of constant tensors the steps read (packed where packed)
+  double compile_ms() const { return compile_ms_; }
+
+ private:
+  CompiledModel() = default;
+  std::vector<Tensor> execute(const std::vector<Tensor>& inputs, std::vector<LayerTiming>* timings);
+
+  Graph graph_;
+  Target target_;
+  std::vector<Step> steps_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::vector<int64_t> offsets_;  // arena offset per value, -1 for constants / non-arena
+  int64_t arena_bytes_ = 0;
+  Tensor arena_;
+  double compile_ms_ = 0;
+};
+
+}  // namespace lowbit

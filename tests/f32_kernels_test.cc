@@ -1,0 +1,394 @@
+// Every fast fp32 kernel against its reference kernel over odd shapes, plus thread-count
+// invariance (results must be bit-identical for 1, 2 and 3 threads).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "lowbit/dispatch/registry.h"
+#include "lowbit/ir/op_schema.h"
+#include "lowbit/kernels/reference/reference.h"
+#include "lowbit/runtime/thread_pool.h"
+
+namespace lowbit {
+namespace {
+
+// (shape_str trips GCC 12's -Wrestrict false positive when inlined here.)
+std::string dims(const Shape& s) {
+  std::ostringstream os;
+  for (size_t i = 0; i < s.size(); ++i) os << (i ? "x" : "") << s[i];
+  return os.str();
+}
+
+bool host_has_avx2_fma() {
+  Target t = host_target();
+  return t.arch == Arch::x86_64 && t.has(Feature::avx2) && t.has(Feature::fma);
+}
+
+Tensor random_tensor(const Shape& s, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+  Tensor t(DType::f32, s);
+  std::uniform_real_distribution<float> d(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+// A one-node graph plus the runtime values of its non-constant inputs.
+struct OneNode {
+  Graph g;
+  std::map<ValueId, Tensor> runtime;
+
+  ValueId input(const std::string& name, Tensor t) {
+    ValueId v = g.add_value(name, t.dtype(), t.shape(), true);
+    g.inputs.push_back(v);
+    runtime[v] = std::move(t);
+    return v;
+  }
+  ValueId constant(const std::string& name, Tensor t) { return g.add_constant(name, std::move(t)); }
+  void node(const std::string& op, std::vector<ValueId> ins, Attributes attrs = {}) {
+    ValueId y = g.add_value("y");
+    g.add_node(op, "n0", std::move(ins), {y}, std::move(attrs));
+    g.outputs = {y};
+    validate(g);
+  }
+  const Node& n() const { return g.nodes.at(0); }
+
+  std::vector<TensorView> in_views() const {
+    std::vector<TensorView> v;
+    for (ValueId id : n().inputs) {
+      if (id == kNoValue) v.push_back(TensorView{});
+      else if (const Tensor* c = g.constant(id)) v.push_back(c->view());
+      else v.push_back(runtime.at(id).view());
+    }
+    return v;
+  }
+  Tensor make_output() const { return Tensor(g.value(n().outputs[0]).dtype, g.value(n().outputs[0]).shape); }
+
+  Tensor run_reference() const {
+    ReferenceFn fn = find_reference(n().op);
+    EXPECT_NE(fn, nullptr);
+    Tensor y = make_output();
+    std::vector<TensorView> in = in_views();
+    std::vector<TensorView> out = {y.view()};
+    fn(g, n(), in, out);
+    return y;
+  }
+
+  Tensor run_candidate(const std::string& name, int threads) const {
+    const KernelCandidate* c = find_candidate(name);
+    EXPECT_NE(c, nullptr) << name;
+    Target target = host_target();
+    NodeContext ctx{g, n(), target, threads};
+    EXPECT_EQ(c->check(ctx), "") << name;
+    std::unique_ptr<Kernel> k = c->create(ctx);
+    ThreadPool pool(threads);
+    Tensor y = make_output();
+    std::vector<TensorView> in = in_views();
+    std::vector<TensorView> out = {y.view()};
+    k->run(in, out, pool);
+    // A second run must give the same result (scratch reuse, padded buffers).
+    Tensor y2 = make_output();
+    std::vector<TensorView> out2 = {y2.view()};
+    k->run(in, out2, pool);
+    EXPECT_EQ(std::memcmp(y.raw(), y2.raw(), static_cast<size_t>(y.nbytes())), 0) << name << ": second run differs";
+    return y;
+  }
+
+  std::string check(const std::string& name) const {
+    Target target = host_target();
+    NodeContext ctx{g, n(), target, 1};
+    return find_candidate(name)->check(ctx);
+  }
+};
+
+void expect_close(const Tensor& ref, const Tensor& got, const std::string& what) {
+  ASSERT_EQ(ref.shape(), got.shape()) << what;
+  float max_ref = 0, max_err = 0;
+  int64_t worst = 0;
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    const float r = ref.data<float>()[i], v = got.data<float>()[i];
+    max_ref = std::max(max_ref, std::fabs(r));
+    const float err = std::fabs(r - v);
+    if (!(err <= max_err)) max_err = err, worst = i;
+  }
+  EXPECT_LE(max_err, 1e-4f * (1.0f + max_ref))
+      << what << ": element " << worst << " ref " << ref.data<float>()[worst] << " got " << got.data<float>()[worst];
+}
+
+void expect_identical(const Tensor& a, const Tensor& b, const std::string& what) {
+  ASSERT_EQ(a.shape(), b.shape());
+  EXPECT_EQ(std::memcmp(a.raw(), b.raw(), static_cast<size_t>(a.nbytes())), 0) << what << ": thread counts disagree";
+}
+
+// Checks candidate `name` against the reference with 1, 2 and 3 threads.
+void check_against_reference(const OneNode& t, const std::string& name, const std::string& what) {
+  Tensor ref = t.run_reference();
+  Tensor y1 = t.run_candidate(name, 1);
+  expect_close(ref, y1, what);
+  expect_identical(y1, t.run_candidate(name, 2), what);
+  expect_identical(y1, t.run_candidate(name, 3), what);
+}
+
+// ---- Conv ----
+
+struct ConvCase {
+  int64_t N = 1, C, H, W, M, KH, KW;
+  int64_t SH = 1, SW = 1, DH = 1, DW = 1;
+  std::vector<int64_t> pads = {0, 0, 0, 0};
+  int64_t group = 1;
+  bool bias = true, residual = false;
+  float act_min = -INFINITY, act_max = INFINITY;
+
+  std::string str() const {
+    std::ostringstream s;
+    s << "N" << N << " C" << C << " " << H << "x" << W << " M" << M << " k" << KH << "x" << KW << " s" << SH << ","
+      << SW << " d" << DH << "," << DW << " pads";
+    for (int64_t p : pads) s << " " << p;
+    s << " g" << group << (bias ? " bias" : "") << (residual ? " residual" : "");
+    if (std::isfinite(act_min) || std::isfinite(act_max)) s << " clamp[" << act_min << "," << act_max << "]";
+    return s.str();
+  }
+};
+
+OneNode make_conv(const ConvCase& c, std::mt19937& rng) {
+  OneNode t;
+  ValueId x = t.input("x", random_tensor({c.N, c.C, c.H, c.W}, rng));
+  ValueId w = t.constant("w", random_tensor({c.M, c.C / c.group, c.KH, c.KW}, rng));
+  ValueId b = c.bias ? t.constant("b", random_tensor({c.M}, rng)) : kNoValue;
+  Attributes a;
+  a.set("kernel_shape", std::vector<int64_t>{c.KH, c.KW});
+  a.set("strides", std::vector<int64_t>{c.SH, c.SW});
+  a.set("dilations", std::vector<int64_t>{c.DH, c.DW});
+  a.set("pads", c.pads);
+  a.set("group", c.group);
+  if (std::isfinite(c.act_min)) a.set("act_min", c.act_min);
+  if (std::isfinite(c.act_max)) a.set("act_max", c.act_max);
+  std::vector<ValueId> ins = {x, w, b};
+  if (c.residual) {
+    const int64_t OH = (c.H + c.pads[0] + c.pads[2] - ((c.KH - 1) * c.DH + 1)) / c.SH + 1;
+    const int64_t OW = (c.W + c.pads[1] + c.pads[3] - ((c.KW - 1) * c.DW + 1)) / c.SW + 1;
+    ins.push_back(t.input("r", random_tensor({c.N, c.M, OH, OW}, rng)));
+  }
+  t.node("Conv", ins, a);
+  return t;
+}
+
+std::vector<ConvCase> conv_cases() {
+  std::vector<ConvCase> v;
+  // 1x1 pointwise, channel counts around the tile sizes.
+  for (int64_t C : {1, 3, 5, 17})
+    for (int64_t M : {1, 5, 6, 7, 17}) v.push_back({.C = C, .H = 7, .W = 7, .M = M, .KH = 1, .KW = 1});
+  v.push_back({.C = 64, .H = 14, .W = 14, .M = 256, .KH = 1, .KW = 1, .residual = true, .act_min = 0});
+  v.push_back({.C = 256, .H = 56, .W = 56, .M = 64, .KH = 1, .KW = 1, .act_min = 0});
+  v.push_back({.C = 1024, .H = 14, .W = 14, .M = 17, .KH = 1, .KW = 1, .bias = false});  // 3 K blocks
+  v.push_back({.C = 512, .H = 28, .W = 28, .M = 128, .KH = 1, .KW = 1, .SH = 2, .SW = 2, .bias = false});
+  // 3x3, strides, padding (symmetric and asymmetric), tiny spatial sizes.
+  for (int64_t S : {1, 2})
+    for (auto pads : std::vector<std::vector<int64_t>>{{0, 0, 0, 0}, {1, 1, 1, 1}, {0, 1, 2, 1}, {2, 0, 1, 2}})
+      v.push_back({.C = 5, .H = 9, .W = 11, .M = 7, .KH = 3, .KW = 3, .SH = S, .SW = S, .pads = pads});
+  v.push_back({.C = 3, .H = 1, .W = 1, .M = 5, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}});
+  v.push_back({.C = 3, .H = 2, .W = 3, .M = 6, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .residual = true});
+  v.push_back({.C = 64, .H = 56, .W = 56, .M = 64, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .act_min = 0});
+  v.push_back({.C = 128, .H = 7, .W = 7, .M = 33, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .residual = true,
+               .act_min = 0, .act_max = 6});  // K = 1152: 3 K blocks with residual and clamp
+  v.push_back({.C = 17, .H = 15, .W = 13, .M = 19, .KH = 3, .KW = 3, .SH = 2, .SW = 1, .pads = {1, 0, 1, 0}});
+  v.push_back({.C = 4, .H = 12, .W = 12, .M = 5, .KH = 3, .KW = 3, .SH = 3, .SW = 3, .pads = {1, 1, 1, 1}});
+  // 7x7 stride 2 (ResNet stem), 5x5, non-square kernels.
+  v.push_back({.C = 3, .H = 32, .W = 30, .M = 64, .KH = 7, .KW = 7, .SH = 2, .SW = 2, .pads = {3, 3, 3, 3},
+               .act_min = 0});
+  v.push_back({.C = 3, .H = 7, .W = 7, .M = 8, .KH = 7, .KW = 7, .pads = {3, 3, 3, 3}});
+  v.push_back({.C = 6, .H = 10, .W = 9, .M = 4, .KH = 5, .KW = 5, .pads = {2, 2, 2, 2}, .bias = false});
+  v.push_back({.C = 5, .H = 8, .W = 9, .M = 3, .KH = 1, .KW = 3, .pads = {0, 1, 0, 1}});
+  v.push_back({.C = 5, .H = 8, .W = 9, .M = 3, .KH = 3, .KW = 1, .SH = 2, .pads = {1, 0, 1, 0}});
+  // Dilation.
+  v.push_back({.C = 5, .H = 13, .W = 12, .M = 7, .KH = 3, .KW = 3, .DH = 2, .DW = 2, .pads = {2, 2, 2, 2}});
+  v.push_back({.C = 4, .H = 13, .W = 12, .M = 9, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .DH = 2, .DW = 3,
+               .pads = {1, 2, 0, 3}, .residual = true, .act_min = -0.5f, .act_max = 0.5f});
+  // Groups and depthwise (also via the generic igemm path).
+  v.push_back({.C = 8, .H = 9, .W = 9, .M = 6, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .group = 2});
+  v.push_back({.C = 16, .H = 7, .W = 10, .M = 20, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .pads = {1, 1, 1, 1},
+               .group = 4, .residual = true, .act_min = 0});
+  v.push_back({.C = 8, .H = 5, .W = 5, .M = 16, .KH = 1, .KW = 1, .group = 4});
+  v.push_back({.C = 17, .H = 9, .W = 11, .M = 17, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .group = 17});
+  v.push_back({.C = 5, .H = 12, .W = 19, .M = 10, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .pads = {1, 1, 1, 1},
+               .group = 5});  // channel multiplier 2
+  // Batch > 1.
+  v.push_back({.N = 3, .C = 5, .H = 6, .W = 7, .M = 9, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .residual = true});
+  return v;
+}
+
+std::vector<ConvCase> depthwise_cases() {
+  std::vector<ConvCase> v;
+  for (int64_t S : {1, 2, 3})
+    for (auto pads : std::vector<std::vector<int64_t>>{{0, 0, 0, 0}, {1, 1, 1, 1}, {0, 2, 1, 0}})
+      for (int64_t K : {3, 5})
+        v.push_back({.C = 5, .H = 11, .W = 19, .M = 5, .KH = K, .KW = K, .SH = S, .SW = S, .pads = pads, .group = 5});
+  v.push_back({.C = 32, .H = 112, .W = 112, .M = 32, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .group = 32,
+               .act_min = 0, .act_max = 6});
+  v.push_back({.C = 17, .H = 1, .W = 1, .M = 17, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .group = 17});
+  v.push_back({.C = 3, .H = 2, .W = 3, .M = 3, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .group = 3, .bias = false,
+               .residual = true});
+  v.push_back({.C = 4, .H = 13, .W = 14, .M = 4, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .DH = 2, .DW = 2,
+               .pads = {2, 2, 2, 2}, .group = 4, .residual = true, .act_min = -0.3f, .act_max = 0.3f});
+  v.push_back({.C = 3, .H = 9, .W = 9, .M = 3, .KH = 7, .KW = 7, .pads = {3, 3, 3, 3}, .group = 3});
+  v.push_back({.N = 2, .C = 6, .H = 8, .W = 5, .M = 6, .KH = 3, .KW = 1, .SH = 1, .SW = 2, .pads = {1, 0, 1, 0},
+               .group = 6});
+  return v;
+}
+
+TEST(F32Kernels, ConvIgemm) {
+  if (!host_has_avx2_fma()) GTEST_SKIP() << "host lacks avx2+fma";
+  std::mt19937 rng(1);
+  for (const ConvCase& c : conv_cases()) {
+    SCOPED_TRACE(c.str());
+    OneNode t = make_conv(c, rng);
+    check_against_reference(t, "f32-conv2d-igemm-6x16-avx2", c.str());
+  }
+}
+
+TEST(F32Kernels, ConvDepthwise) {
+  if (!host_has_avx2_fma()) GTEST_SKIP() << "host lacks avx2+fma";
+  std::mt19937 rng(2);
+  for (const ConvCase& c : depthwise_cases()) {
+    SCOPED_TRACE(c.str());
+    OneNode t = make_conv(c, rng);
+    check_against_reference(t, "f32-dwconv2d-chw-avx2", c.str());
+  }
+}
+
+TEST(F32Kernels, ConvChecksGiveReasons) {
+  std::mt19937 rng(3);
+  OneNode grouped = make_conv({.C = 8, .H = 5, .W = 5, .M = 8, .KH = 3, .KW = 3, .group = 4}, rng);
+  EXPECT_EQ(grouped.check("f32-dwconv2d-chw-avx2"), "group 4 is not depthwise (C=8, M=8)");
+  EXPECT_EQ(grouped.check("f32-conv2d-igemm-6x16-avx2"), "");
+
+  OneNode runtime_w;
+  ValueId x = runtime_w.input("x", random_tensor({1, 3, 5, 5}, rng));
+  ValueId w = runtime_w.input("w", random_tensor({4, 3, 3, 3}, rng));
+  runtime_w.node("Conv", {x, w});
+  EXPECT_EQ(runtime_w.check("f32-conv2d-igemm-6x16-avx2"), "weights not constant");
+}
+
+// ---- pooling ----
+
+struct PoolCase {
+  const char* op;
+  int64_t N = 1, C, H, W, KH, KW, SH = 1, SW = 1;
+  std::vector<int64_t> pads = {0, 0, 0, 0};
+  int64_t ceil_mode = 0, count_include_pad = 0, DH = 1, DW = 1;
+
+  std::string str() const {
+    std::ostringstream s;
+    s << op << " N" << N << " C" << C << " " << H << "x" << W << " k" << KH << "x" << KW << " s" << SH << "," << SW
+      << " d" << DH << "," << DW << " pads";
+    for (int64_t p : pads) s << " " << p;
+    s << " ceil" << ceil_mode << " incl" << count_include_pad;
+    return s.str();
+  }
+};
+
+TEST(F32Kernels, Pool) {
+  if (!host_has_avx2_fma()) GTEST_SKIP() << "host lacks avx2+fma";
+  std::vector<PoolCase> cases;
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    cases.push_back({.op = op, .C = 64, .H = 112, .W = 112, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .pads = {1, 1, 1, 1}});
+    cases.push_back({.op = op, .C = 3, .H = 8, .W = 8, .KH = 2, .KW = 2, .SH = 2, .SW = 2});
+    cases.push_back({.op = op, .C = 5, .H = 9, .W = 10, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .ceil_mode = 1});
+    cases.push_back({.op = op, .C = 5, .H = 9, .W = 10, .KH = 3, .KW = 2, .SH = 2, .SW = 3, .pads = {1, 0, 2, 1},
+                     .ceil_mode = 1});
+    cases.push_back({.op = op, .C = 2, .H = 1, .W = 1, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}});
+    cases.push_back({.op = op, .N = 2, .C = 3, .H = 7, .W = 13, .KH = 3, .KW = 5, .pads = {1, 2, 1, 2}});
+    cases.push_back({.op = op, .C = 3, .H = 11, .W = 11, .KH = 3, .KW = 3, .SH = 1, .SW = 2, .DH = 2, .DW = 2});
+  }
+  for (int64_t incl : {0, 1})
+    for (int64_t ceil : {0, 1})
+      cases.push_back({.op = "AveragePool", .C = 4, .H = 10, .W = 9, .KH = 3, .KW = 3, .SH = 2, .SW = 2,
+                       .pads = {1, 1, 0, 1}, .ceil_mode = ceil, .count_include_pad = incl});
+  std::mt19937 rng(4);
+  for (const PoolCase& c : cases) {
+    SCOPED_TRACE(c.str());
+    OneNode t;
+    ValueId x = t.input("x", random_tensor({c.N, c.C, c.H, c.W}, rng));
+    Attributes a;
+    a.set("kernel_shape", std::vector<int64_t>{c.KH, c.KW});
+    a.set("strides", std::vector<int64_t>{c.SH, c.SW});
+    a.set("pads", c.pads);
+    a.set("ceil_mode", c.ceil_mode);
+    if (c.DH != 1 || c.DW != 1) a.set("dilations", std::vector<int64_t>{c.DH, c.DW});
+    if (std::string(c.op) == "AveragePool") a.set("count_include_pad", c.count_include_pad);
+    t.node(c.op, {x}, a);
+    check_against_reference(t, std::string(c.op) == "MaxPool" ? "f32-maxpool2d-chw-avx2" : "f32-avgpool2d-chw-avx2",
+                            c.str());
+  }
+}
+
+TEST(F32Kernels, GlobalAveragePool) {
+  if (!host_has_avx2_fma()) GTEST_SKIP() << "host lacks avx2+fma";
+  std::mt19937 rng(5);
+  for (Shape s : std::vector<Shape>{{1, 2048, 7, 7}, {2, 5, 1, 1}, {1, 3, 17, 3}, {1, 130, 4, 4}, {1, 7, 9}}) {
+    SCOPED_TRACE(dims(s));
+    OneNode t;
+    ValueId x = t.input("x", random_tensor(s, rng));
+    t.node("GlobalAveragePool", {x});
+    check_against_reference(t, "f32-global-avgpool-avx2", dims(s));
+  }
+}
+
+// ---- fully connected ----
+
+struct GemmCase {
+  int64_t M, K, N;
+  bool trans_a = false, trans_b = true;
+  Shape bias = {};  // empty: no bias
+  float alpha = 1, beta = 1;
+  float act_min = -INFINITY, act_max = INFINITY;
+};
+
+TEST(F32Kernels, Gemm) {
+  if (!host_has_avx2_fma()) GTEST_SKIP() << "host lacks avx2+fma";
+  std::vector<GemmCase> cases = {
+      {.M = 1, .K = 2048, .N = 1000, .bias = {1000}},
+      {.M = 1, .K = 17, .N = 9, .trans_b = false, .bias = {1, 9}},
+      {.M = 3, .K = 5, .N = 24, .bias = {1}, .alpha = 0.5f, .beta = 2.0f},
+      {.M = 7, .K = 33, .N = 17, .trans_a = true, .trans_b = false},
+      {.M = 13, .K = 64, .N = 40, .bias = {40}, .act_min = 0, .act_max = 1},
+  };
+  std::mt19937 rng(6);
+  for (const GemmCase& c : cases) {
+    std::ostringstream os;
+    os << "M" << c.M << " K" << c.K << " N" << c.N;
+    const std::string what = os.str();
+    SCOPED_TRACE(what);
+    OneNode t;
+    ValueId a = t.input("a", random_tensor(c.trans_a ? Shape{c.K, c.M} : Shape{c.M, c.K}, rng));
+    ValueId b = t.constant("b", random_tensor(c.trans_b ? Shape{c.N, c.K} : Shape{c.K, c.N}, rng));
+    std::vector<ValueId> ins = {a, b};
+    if (!c.bias.empty()) ins.push_back(t.constant("c", random_tensor(c.bias, rng)));
+    Attributes at;
+    at.set("transA", int64_t{c.trans_a});
+    at.set("transB", int64_t{c.trans_b});
+    at.set("alpha", c.alpha);
+    at.set("beta", c.beta);
+    if (std::isfinite(c.act_min)) at.set("act_min", c.act_min);
+    if (std::isfinite(c.act_max)) at.set("act_max", c.act_max);
+    t.node("Gemm", ins, at);
+    check_against_reference(t, "f32-gemm-fc-6x16-avx2", what);
+  }
+}
+
+TEST(F32Kernels, MatMul) {
+  if (!host_has_avx2_fma()) GTEST_SKIP() << "host lacks avx2+fma";
+  std::mt19937 rng(7);
+  for (auto [as, bs] : std::vector<std::pair<Shape, Shape>>{{{1, 512}, {512, 10}}, {{2, 3, 19}, {19, 33}}, {{7}, {7, 5}}}) {
+    SCOPED_TRACE(dims(as) + " * " + dims(bs));
+    OneNode t;
+    ValueId a = t.input("a", random_tensor(as, rng));
+    ValueId b = t.constant("b", random_tensor(bs, rng));
+    t.node("MatMul", {a, b});
+    check_against_reference(t, "f32-matmul-fc-6x16-avx2", dims(as));
+  }
+}
+
+}  // namespace
+}  // namespace lowbit

@@ -1,0 +1,212 @@
+// Every int8 kernel against its reference, byte for byte: QConv (AVX2 int16 kernels, and the
+// VNNI kernels natively when the host has them; tests/simde covers them everywhere), QGemm, QAdd,
+// plus hand-computed checks of the reference itself (rounding half to even, clamps, residual).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "lowbit/kernels/reference/reference.h"
+#include "lowbit/operators/qconv2d_u8.h"
+#include "lowbit/target/target.h"
+#include "qu8_test_support.h"
+
+namespace lowbit {
+namespace {
+
+using qu8test::ConvCase;
+
+TEST(Qu8Reference, QConvRoundsHalfToEvenAndClamps) {
+  // 1x1 conv, one channel, x - zp_x = {1, 3, 5, 7}, w = 1, req_scale = 0.5: t = 0.5, 1.5, 2.5, 3.5
+  // -> 0, 2, 2, 4 (+ zp_y 10); then act_max = 1.2 * s_y rounds to 1 -> clamp at 11.
+  Graph g;
+  Tensor x(DType::u8, {1, 1, 2, 2}), w(DType::i8, {1, 1, 1, 1});
+  const uint8_t xs[4] = {21, 23, 25, 27};
+  std::memcpy(x.data<uint8_t>(), xs, 4);
+  w.data<int8_t>()[0] = 1;
+  ValueId vx = g.add_value("x", DType::u8, x.shape(), true);
+  g.value(vx).quant = QuantParams{{0.5f}, {20}, -1};
+  ValueId vw = g.add_constant("w", w);
+  g.value(vw).quant = QuantParams{{1.0f}, {0}, 0};
+  ValueId vy = g.add_value("y", DType::u8, {1, 1, 2, 2}, true);
+  g.value(vy).quant = QuantParams{{1.0f}, {10}, -1};
+  Attributes a;
+  a.set("kernel_shape", std::vector<int64_t>{1, 1});
+  g.add_node("QConv", "c", {vx, vw}, {vy}, a);
+  Tensor y(DType::u8, {1, 1, 2, 2});
+  std::vector<TensorView> in = {x.view(), w.view()}, out = {y.view()};
+  find_reference("QConv")(g, g.nodes[0], in, out);
+  EXPECT_EQ(std::vector<int>(y.data<uint8_t>(), y.data<uint8_t>() + 4), (std::vector<int>{10, 12, 12, 14}));
+  g.nodes[0].attrs.set("act_max", 1.2f);
+  find_reference("QConv")(g, g.nodes[0], in, out);
+  EXPECT_EQ(std::vector<int>(y.data<uint8_t>(), y.data<uint8_t>() + 4), (std::vector<int>{10, 11, 11, 11}));
+}
+
+TEST(Qu8Reference, QConvMatchesFloatConvolution) {
+  // The reference against a float evaluation of the same real-valued conv: within one step.
+  ConvCase c;
+  c.C = 5, c.M = 3, c.H = 6, c.W = 6, c.residual = true;
+  qu8test::Built b = qu8test::build_qconv(c);
+  const Tensor y = qu8test::run_reference(b);
+  const Node& n = b.g.nodes[0];
+  const Conv2dParams p = conv2d_params(b.g, n);
+  const QuantParams &qx = *b.g.value(n.inputs[0]).quant, &qw = *b.g.value(n.inputs[1]).quant,
+                    &qr = *b.g.value(n.inputs[3]).quant, &qy = *b.g.value(n.outputs[0]).quant;
+  for (int64_t m = 0; m < p.M; ++m)
+    for (int64_t oh = 0; oh < p.OH; ++oh)
+      for (int64_t ow = 0; ow < p.OW; ++ow) {
+        double s = b.inputs[2].data<float>()[m];
+        for (int64_t ci = 0; ci < p.C; ++ci)
+          for (int64_t kh = 0; kh < p.KH; ++kh)
+            for (int64_t kw = 0; kw < p.KW; ++kw) {
+              const int64_t ih = oh - p.pad_top + kh, iw = ow - p.pad_left + kw;
+              if (ih < 0 || iw < 0 || ih >= p.H || iw >= p.W) continue;
+              const double xv = qx.scale[0] * (b.inputs[0].data<uint8_t>()[(ci * p.H + ih) * p.W + iw] - qx.zero_point[0]);
+              const double wv = qw.scale[size_t(m)] * b.inputs[1].data<int8_t>()[((m * p.C + ci) * p.KH + kh) * p.KW + kw];
+              s += xv * wv;
+            }
+        const int64_t o = (m * p.OH + oh) * p.OW + ow;
+        s += qr.scale[0] * (b.inputs[3].data<uint8_t>()[o] - qr.zero_point[0]);
+        const double q = std::clamp(std::nearbyint(s / qy.scale[0]) + qy.zero_point[0], 0.0, 255.0);
+        EXPECT_NEAR(y.data<uint8_t>()[o], q, 1.0) << m << " " << oh << " " << ow;
+      }
+}
+
+// ---- QConv fast kernels ----
+
+TEST(Qu8Conv, Avx2MatchesReference) {
+  for (const ConvCase& c : qu8test::conv_cases(/*big=*/true))
+    qu8test::expect_conv_exact(c, [](const NodeContext& ctx) { return create_qconv2d_u8_igemm_avx2(ctx); });
+}
+
+TEST(Qu8Conv, Avx512VnniMatchesReferenceNatively) {
+  if (!host_target().has(Feature::avx512vnni) || !host_target().has(Feature::avx512bw))
+    GTEST_SKIP() << "host lacks AVX-512 VNNI (tests/simde covers the kernel)";
+  for (const ConvCase& c : qu8test::conv_cases(/*big=*/true))
+    qu8test::expect_conv_exact(c, [](const NodeContext& ctx) { return create_qconv2d_u8_igemm_avx512vnni(ctx); });
+}
+
+TEST(Qu8Conv, AvxVnniMatchesReferenceNatively) {
+  if (!host_target().has(Feature::avxvnni)) GTEST_SKIP() << "host lacks AVX-VNNI (tests/simde covers the kernel)";
+  for (const ConvCase& c : qu8test::conv_cases(/*big=*/true))
+    qu8test::expect_conv_exact(c, [](const NodeContext& ctx) { return create_qconv2d_u8_igemm_avxvnni(ctx); });
+}
+
+TEST(Qu8Conv, ChecksGiveReasons) {
+  ConvCase c;
+  qu8test::Built b = qu8test::build_qconv(c);
+  Target t;
+  b.g.value(b.g.nodes[0].inputs[0]).dtype = DType::f32;
+  EXPECT_EQ(check_qconv2d_u8_igemm(NodeContext{b.g, b.g.nodes[0], t, 1}), "input dtype f32, needs u8");
+  b.g.value(b.g.nodes[0].inputs[0]).dtype = DType::u8;
+  b.g.value(b.g.nodes[0].inputs[1]).dtype = DType::i4;
+  EXPECT_EQ(check_qconv2d_u8_igemm(NodeContext{b.g, b.g.nodes[0], t, 1}), "weights dtype i4, needs i8");
+  b.g.value(b.g.nodes[0].inputs[1]).dtype = DType::i8;
+  b.g.value(b.g.nodes[0].inputs[1]).quant->zero_point[0] = 3;
+  EXPECT_EQ(check_qconv2d_u8_igemm(NodeContext{b.g, b.g.nodes[0], t, 1}), "weights zero point 3, needs symmetric (0)");
+}
+
+// ---- QGemm ----
+
+struct GemmCase {
+  int64_t M, K, N;
+  bool bias, f32_out;
+  int32_t zp_x;
+  qu8test::Fill fill;
+};
+
+void expect_gemm_exact(const GemmCase& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Graph g;
+  Tensor a(DType::u8, {c.M, c.K}), w(DType::i8, {c.N, c.K}), bias(DType::f32, {c.N});
+  for (int64_t i = 0; i < a.numel(); ++i)
+    a.data<uint8_t>()[i] = c.fill == qu8test::Fill::random ? uint8_t(rng()) : c.fill == qu8test::Fill::mix ? (rng() & 1) * 255 : 255;
+  for (int64_t i = 0; i < w.numel(); ++i)
+    w.data<int8_t>()[i] = c.fill == qu8test::Fill::random ? int8_t(rng()) : c.fill == qu8test::Fill::mix ? (rng() & 1 ? 127 : -128) : -128;
+  const double typical = c.fill == qu8test::Fill::random ? std::sqrt(double(c.K)) * 5500.0 : double(c.K) * 32640.0;
+  const float s_x = 0.05f, s_y = static_cast<float>(s_x * 0.01 * typical / 100.0);
+  for (int64_t n = 0; n < c.N; ++n) bias.data<float>()[n] = (float(rng() % 1000) - 500.0f) * s_y * 0.1f;
+  ValueId va = g.add_value("a", DType::u8, a.shape(), true);
+  g.value(va).quant = QuantParams{{s_x}, {c.zp_x}, -1};
+  ValueId vw = g.add_constant("w", w);
+  QuantParams qw;
+  for (int64_t n = 0; n < c.N; ++n) qw.scale.push_back(0.01f * (1 + n % 3)), qw.zero_point.push_back(0);
+  qw.axis = 0;
+  g.value(vw).quant = qw;
+  std::vector<ValueId> ins = {va, vw};
+  if (c.bias) ins.push_back(g.add_constant("b", bias));
+  ValueId vy = g.add_value("y", c.f32_out ? DType::f32 : DType::u8, {c.M, c.N}, true);
+  if (!c.f32_out) g.value(vy).quant = QuantParams{{s_y}, {120}, -1};
+  Attributes at;
+  at.set("transB", int64_t{1});
+  if (!c.f32_out) at.set("act_min", 0.0f);
+  g.add_node("QGemm", "fc", ins, {vy}, at);
+  const Node& n = g.nodes[0];
+  Target t;
+  NodeContext ctx{g, n, t, 2};
+  ASSERT_EQ(check_qgemm_u8_gemv(ctx), "");
+  std::vector<TensorView> in = {a.view(), w.view()};
+  if (c.bias) in.push_back(bias.view());
+  Tensor ref(g.value(vy).dtype, {c.M, c.N});
+  std::vector<TensorView> rout = {ref.view()};
+  find_reference("QGemm")(g, n, in, rout);
+  auto k = create_qgemm_u8_gemv_avx2(ctx);
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    Tensor y(g.value(vy).dtype, {c.M, c.N});
+    std::vector<TensorView> out = {y.view()};
+    k->run(in, out, pool);
+    ASSERT_EQ(std::memcmp(y.raw(), ref.raw(), static_cast<size_t>(y.nbytes())), 0)
+        << "M" << c.M << " K" << c.K << " N" << c.N << " threads " << threads;
+  }
+}
+
+TEST(Qu8Gemm, GemvMatchesReference) {
+  uint32_t seed = 1;
+  for (GemmCase c : {GemmCase{1, 2048, 1000, true, true, 128, qu8test::Fill::random},
+                     GemmCase{1, 2048, 1000, true, false, 3, qu8test::Fill::random},
+                     GemmCase{3, 17, 5, false, false, 0, qu8test::Fill::random},
+                     GemmCase{2, 33, 70, true, false, 255, qu8test::Fill::random},
+                     GemmCase{1, 1, 1, true, true, 128, qu8test::Fill::random},
+                     GemmCase{1, 4608, 67, true, false, 0, qu8test::Fill::extreme_min},
+                     GemmCase{1, 9000, 9, false, true, 0, qu8test::Fill::mix}})
+    expect_gemm_exact(c, seed++);
+}
+
+// ---- QAdd ----
+
+TEST(Qu8Add, MatchesReference) {
+  std::mt19937 rng(7);
+  for (int64_t numel : {1, 7, 8, 9, 64, 1000, 50177})
+    for (int variant = 0; variant < 4; ++variant) {
+      Graph g;
+      Shape s = {1, numel};
+      Tensor a(DType::u8, s), b(DType::u8, s);
+      for (int64_t i = 0; i < numel; ++i) {
+        a.data<uint8_t>()[i] = variant == 3 ? 255 : uint8_t(rng());
+        b.data<uint8_t>()[i] = variant == 3 ? 0 : uint8_t(rng());
+      }
+      ValueId va = g.add_value("a", DType::u8, s, true), vb = g.add_value("b", DType::u8, s, true);
+      g.value(va).quant = QuantParams{{0.031f}, {variant == 3 ? 0 : 128}, -1};
+      g.value(vb).quant = QuantParams{{0.047f}, {variant == 3 ? 255 : 17}, -1};
+      ValueId vy = g.add_value("y", DType::u8, s, true);
+      g.value(vy).quant = QuantParams{{0.05f}, {variant == 1 ? 0 : 99}, -1};
+      Attributes at;
+      if (variant == 1) at.set("act_min", 0.0f);
+      if (variant == 2) at.set("act_max", 3.0f);
+      g.add_node("QAdd", "add", {va, vb}, {vy}, at);
+      Target t;
+      NodeContext ctx{g, g.nodes[0], t, 2};
+      ASSERT_EQ(check_qadd_u8(ctx), "");
+      std::vector<TensorView> in = {a.view(), b.view()};
+      Tensor ref(DType::u8, s), y(DType::u8, s);
+      std::vector<TensorView> rout = {ref.view()}, out = {y.view()};
+      find_reference("QAdd")(g, g.nodes[0], in, rout);
+      ThreadPool pool(2);
+      create_qadd_u8_avx2(ctx)->run(in, out, pool);
+      ASSERT_EQ(std::memcmp(y.raw(), ref.raw(), size_t(numel)), 0) << numel << " variant " << variant;
+    }
+}
+
+}  // namespace
+}  // namespace lowbit

@@ -1,0 +1,274 @@
+#pragma once
+// Shared by tests/qu8_kernels_test.cc and tests/simde (the SIMDe-emulated VNNI kernels): builds
+// QConv graphs with chosen geometry, zero points and value patterns, runs the reference kernel and
+// a fast kernel at 1 and 2 threads, and compares the bytes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "lowbit/ir/op_params.h"
+#include "lowbit/kernels/reference/reference.h"
+#include "lowbit/operators/qconv2d_u8.h"
+#include "lowbit/target/target.h"
+
+namespace lowbit::qu8test {
+
+enum class Fill { random, extreme_max, extreme_min, mix };
+
+struct ConvCase {
+  int64_t N = 1, C = 8, H = 7, W = 7, M = 8, KH = 3, KW = 3, SH = 1, SW = 1, DH = 1, DW = 1, group = 1;
+  std::vector<int64_t> pads = {1, 1, 1, 1};
+  bool bias = true, residual = false;
+  float act_min = -INFINITY, act_max = INFINITY;
+  int32_t zp_x = 128, zp_y = 100, zp_r = 90;
+  bool per_channel = true;
+  Fill fill = Fill::random;
+  uint32_t seed = 1;
+
+  std::string str() const {
+    auto s = [](int64_t v) { return std::to_string(v); };
+    return "N" + s(N) + " C" + s(C) + " " + s(H) + "x" + s(W) + " M" + s(M) + " k" + s(KH) + "x" + s(KW) + " s" + s(SH) +
+           "x" + s(SW) + " d" + s(DH) + "x" + s(DW) + " g" + s(group) + " pads " + s(pads[0]) + "," + s(pads[1]) + "," +
+           s(pads[2]) + "," + s(pads[3]) + (bias ? " bias" : "") + (residual ? " res" : "") +
+           (std::isfinite(act_min) ? " min" : "") + (std::isfinite(act_max) ? " max" : "") + " zpx" + s(zp_x) +
+           " zpy" + s(zp_y) + " fill" + s(static_cast<int>(fill)) + " seed" + s(seed);
+  }
+};
+
+struct Built {
+  Graph g;
+  NodeId node = 0;
+  std::vector<Tensor> inputs;  // x, W, B (maybe empty), residual (maybe empty)
+};
+
+inline Built build_qconv(const ConvCase& c) {
+  Built b;
+  Graph& g = b.g;
+  std::mt19937 rng(c.seed);
+  const int64_t Cg = c.C / c.group, K = Cg * c.KH * c.KW;
+
+  Tensor x(DType::u8, {c.N, c.C, c.H, c.W});
+  Tensor w(DType::i8, {c.M, Cg, c.KH, c.KW});
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    uint8_t v = static_cast<uint8_t>(rng());
+    if (c.fill == Fill::extreme_max || c.fill == Fill::extreme_min) v = 255;
+    if (c.fill == Fill::mix) v = rng() & 1 ? 255 : 0;
+    x.data<uint8_t>()[i] = v;
+  }
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    int8_t v = static_cast<int8_t>(rng());
+    if (c.fill == Fill::extreme_min) v = -128;
+    if (c.fill == Fill::extreme_max) v = 127;
+    if (c.fill == Fill::mix) v = rng() & 1 ? 127 : -128;
+    w.data<int8_t>()[i] = v;
+  }
+  // Scales put typical outputs inside the u8 range (extremes saturate some, which is tested too).
+  const float s_x = 0.02f;
+  const double typical = c.fill == Fill::random ? std::sqrt(double(K)) * 74.0 * 128.0 / 1.7 : double(K) * 255.0 * 128.0;
+  QuantParams qw;
+  qw.axis = 0;
+  for (int64_t m = 0; m < (c.per_channel ? c.M : 1); ++m) {
+    qw.scale.push_back(0.01f * (1.0f + 0.37f * static_cast<float>(m % 5)));
+    qw.zero_point.push_back(0);
+  }
+  const float s_y = static_cast<float>(s_x * 0.01 * typical / 100.0);
+
+  ValueId vx = g.add_value("x", DType::u8, x.shape(), true);
+  g.value(vx).quant = QuantParams{{s_x}, {c.zp_x}, -1};
+  ValueId vw = g.add_constant("w", w);
+  g.value(vw).quant = qw;
+  std::vector<ValueId> ins = {vx, vw, kNoValue};
+  b.inputs = {x, w, Tensor(), Tensor()};
+  if (c.bias) {
+    Tensor bt(DType::f32, {c.M});
+    std::uniform_real_distribution<float> d(-60.0f * s_y, 60.0f * s_y);
+    for (int64_t m = 0; m < c.M; ++m) bt.data<float>()[m] = d(rng);
+    ins[2] = g.add_constant("b", bt);
+    b.inputs[2] = bt;
+  }
+  Attributes a;
+  a.set("kernel_shape", std::vector<int64_t>{c.KH, c.KW});
+  a.set("strides", std::vector<int64_t>{c.SH, c.SW});
+  a.set("dilations", std::vector<int64_t>{c.DH, c.DW});
+  a.set("pads", c.pads);
+  a.set("group", c.group);
+  if (std::isfinite(c.act_min)) a.set("act_min", c.act_min);
+  if (std::isfinite(c.act_max)) a.set("act_max", c.act_max);
+  const AxisGeometry gh = resolve_axis("NOTSET", c.H, c.KH, c.SH, c.DH, c.pads[0], c.pads[2], false);
+  const AxisGeometry gw = resolve_axis("NOTSET", c.W, c.KW, c.SW, c.DW, c.pads[1], c.pads[3], false);
+  const Shape ys = {c.N, c.M, gh.out, gw.out};
+  if (c.residual) {
+    Tensor r(DType::u8, ys);
+    for (int64_t i = 0; i < r.numel(); ++i) r.data<uint8_t>()[i] = c.fill == Fill::random ? static_cast<uint8_t>(rng()) : 255;
+    ValueId vr = g.add_value("r", DType::u8, ys, true);
+    g.value(vr).quant = QuantParams{{s_y * 0.8f}, {c.zp_r}, -1};
+    ins.push_back(vr);
+    b.inputs[3] = r;
+  }
+  ValueId vy = g.add_value("y", DType::u8, ys, true);
+  g.value(vy).quant = QuantParams{{s_y}, {c.zp_y}, -1};
+  b.node = g.add_node("QConv", "qconv", ins, {vy}, a);
+  return b;
+}
+
+inline std::vector<TensorView> views(const std::vector<Tensor>& ts, size_t n) {
+  std::vector<TensorView> v;
+  for (size_t i = 0; i < n; ++i) v.push_back(ts[i].empty() ? TensorView{} : ts[i].view());
+  return v;
+}
+
+inline Tensor run_reference(const Built& b) {
+  const Node& n = b.g.nodes[static_cast<size_t>(b.node)];
+  const Value& yv = b.g.value(n.outputs[0]);
+  Tensor y(DType::u8, yv.shape);
+  std::vector<TensorView> out = {y.view()};
+  std::vector<TensorView> in = views(b.inputs, n.inputs.size());
+  find_reference("QConv")(b.g, n, in, out);
+  return y;
+}
+
+// Compares the fast kernel made by `create` with the reference at 1 and 2 threads.
+template <class Create>
+void expect_conv_exact(const ConvCase& c, Create create) {
+  Built b = build_qconv(c);
+  const Node& n = b.g.nodes[static_cast<size_t>(b.node)];
+  Target t;
+  NodeContext ctx{b.g, n, t, 2};
+  ASSERT_EQ(check_qconv2d_u8_igemm(ctx), "") << c.str();
+  const Tensor ref = run_reference(b);
+  std::unique_ptr<Kernel> k = create(ctx);
+  std::vector<TensorView> in = views(b.inputs, n.inputs.size());
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    for (int rep = 0; rep < 2; ++rep) {  // a second run reuses scratch and the padded buffer
+      Tensor y(DType::u8, ref.shape());
+      std::memset(y.data<uint8_t>(), 0xA5, static_cast<size_t>(y.numel()));
+      std::vector<TensorView> out = {y.view()};
+      k->run(in, out, pool);
+      int64_t bad = 0, first = -1;
+      for (int64_t i = 0; i < y.numel(); ++i)
+        if (y.data<uint8_t>()[i] != ref.data<uint8_t>()[i]) {
+          if (first < 0) first = i;
+          ++bad;
+        }
+      ASSERT_EQ(bad, 0) << c.str() << " threads " << threads << ": first mismatch at " << first << " got "
+                        << int(y.data<uint8_t>()[first]) << " want " << int(ref.data<uint8_t>()[first]);
+    }
+  }
+}
+
+// The case list every kernel family runs: odd channel counts, strides, pads, kernel sizes, groups,
+// tiny spatial sizes, optional bias / residual / clamp, zero points 0 / 128 / 255, extremes.
+inline std::vector<ConvCase> conv_cases(bool big) {
+  std::vector<ConvCase> v;
+  uint32_t seed = 1;
+  auto add = [&](ConvCase c) {
+    c.seed = seed++;
+    v.push_back(c);
+  };
+  for (int64_t C : {1, 3, 5, 17, 33})
+    for (int64_t M : {1, 5, 7, 13, 17, 33}) {
+      ConvCase c;
+      c.C = C;
+      c.M = M;
+      c.H = 5 + C % 4;
+      c.W = 6 + M % 5;
+      add(c);
+    }
+  for (int64_t k : {1, 3, 7})
+    for (int64_t s : {1, 2})
+      for (int32_t zp : {0, 128, 255}) {
+        ConvCase c;
+        c.C = 17;
+        c.M = 19;
+        c.H = 13;
+        c.W = 11;
+        c.KH = c.KW = k;
+        c.SH = c.SW = s;
+        c.pads = {k / 2, k / 2, k / 2, k / 2};
+        c.zp_x = zp;
+        c.zp_y = 255 - zp;
+        c.bias = zp != 128;
+        add(c);
+      }
+  {
+    ConvCase c;  // asymmetric pads, rectangular kernel and strides
+    c.C = 6, c.M = 9, c.H = 10, c.W = 23, c.KH = 2, c.KW = 3, c.SH = 1, c.SW = 2, c.pads = {0, 2, 1, 0};
+    add(c);
+    c.SH = 3, c.SW = 1, c.pads = {2, 0, 0, 1};
+    add(c);
+    c.DH = 2, c.DW = 3, c.SH = 1, c.pads = {1, 3, 2, 0};  // dilation
+    add(c);
+  }
+  for (int64_t g : {2, 3}) {
+    ConvCase c;  // grouped
+    c.group = g;
+    c.C = 6 * g;
+    c.M = 5 * g;
+    add(c);
+  }
+  {
+    ConvCase c;  // depthwise 3x3 stride 1 and 2
+    c.C = c.M = c.group = 24;
+    c.H = 15, c.W = 17;
+    add(c);
+    c.SH = c.SW = 2;
+    c.pads = {0, 0, 1, 1};
+    add(c);
+  }
+  for (int64_t hw : {1, 2, 3}) {
+    ConvCase c;  // tiny spatial
+    c.H = c.W = hw;
+    c.C = 9;
+    c.M = 11;
+    c.KH = c.KW = hw == 1 ? 1 : 3;
+    c.pads = hw == 1 ? std::vector<int64_t>{0, 0, 0, 0} : std::vector<int64_t>{1, 1, 1, 1};
+    add(c);
+  }
+  for (int variant = 0; variant < 6; ++variant) {
+    ConvCase c;  // epilogue variants: residual, clamps, per-tensor weights, batch
+    c.C = 20, c.M = 14, c.H = 9, c.W = 9;
+    c.residual = variant % 2 == 0;
+    c.act_min = variant >= 2 ? 0.0f : -INFINITY;
+    c.act_max = variant >= 4 ? 1.5f : INFINITY;
+    c.per_channel = variant != 3;
+    c.N = variant == 5 ? 2 : 1;
+    c.bias = variant != 1;
+    c.zp_y = variant == 4 ? 0 : 37;
+    add(c);
+  }
+  // Extremes: all 255 x all -128 (and x 127), random mixes of 0/255 and -128/127; K = 4608+.
+  for (Fill f : {Fill::extreme_min, Fill::extreme_max, Fill::mix})
+    for (int32_t zp : {0, 255}) {
+      ConvCase c;
+      c.fill = f;
+      c.zp_x = zp;
+      c.C = big ? 512 : 64;
+      c.M = 13;
+      c.H = c.W = 5;
+      c.residual = f == Fill::mix;
+      add(c);
+    }
+  if (big) {
+    ConvCase c;  // K = 9216 (several K blocks) and wide M
+    c.fill = Fill::extreme_min;
+    c.zp_x = 0;
+    c.C = 1024;
+    c.M = 20;
+    c.H = c.W = 4;
+    add(c);
+    c.fill = Fill::mix;
+    add(c);
+    c.fill = Fill::random;
+    c.C = 300, c.M = 70, c.H = 14, c.W = 14, c.zp_x = 3;
+    add(c);
+  }
+  return v;
+}
+
+}  // namespace lowbit::qu8test

@@ -1,0 +1,136 @@
+// lowbit bench: warm-ups, timed runs, latency statistics, optional per-layer profile.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "cli.h"
+#include "lowbit/common/error.h"
+
+namespace lowbit::cli {
+namespace {
+
+struct Stats {
+  double mean, median, p90, p99, min, max, stddev;
+};
+
+double percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.size() == 1) return sorted[0];
+  double pos = p * static_cast<double>(sorted.size() - 1);
+  size_t lo = static_cast<size_t>(pos);
+  size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+Stats stats_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  Stats s{};
+  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  s.median = percentile(v, 0.5);
+  s.p90 = percentile(v, 0.9);
+  s.p99 = percentile(v, 0.99);
+  s.min = v.front();
+  s.max = v.back();
+  double var = 0;
+  for (double x : v) var += (x - s.mean) * (x - s.mean);
+  s.stddev = std::sqrt(var / static_cast<double>(v.size()));
+  return s;
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app) {
+  struct Opts {
+    ModelOptions m;
+    int warmup = 10, runs = 100;
+    std::string json;
+    bool profile = false;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("bench", "time a model: warm-ups, then timed runs (mean, median, p90, p99)");
+  add_model_options(*cmd, o->m);
+  cmd->add_option("--warmup", o->warmup, "untimed runs first (default 10)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--runs", o->runs, "timed runs (default 100)")->check(CLI::PositiveNumber);
+  cmd->add_option("--json", o->json, "also write the results as JSON to this file");
+  cmd->add_flag("--profile", o->profile, "per-layer table sorted by time, with MACs and GFLOP/s");
+  cmd->callback([o] {
+    auto model = compile_model(o->m);
+    const Graph& g = model->graph();
+    auto in = random_inputs(g);
+    for (int i = 0; i < o->warmup; ++i) model->run(in);
+    std::vector<double> ms;
+    std::map<NodeId, double> layer_ms;
+    std::vector<LayerTiming> timings;
+    for (int i = 0; i < o->runs; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      if (o->profile) {
+        model->run_profiled(in, timings);
+        for (auto& t : timings) layer_ms[t.node] += t.ms;
+      } else {
+        model->run(in);
+      }
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    Stats s = stats_of(ms);
+    int64_t macs = 0;
+    for (auto& st : model->steps()) macs += st.macs;
+    std::printf("model %s  precision %s  target %s [%s]  threads %d\n", o->m.model.c_str(), o->m.precision.c_str(),
+                model->target().name.c_str(), model->target().feature_string().c_str(), model->threads());
+    std::printf("compile %.0f ms  weights %s  peak activations %s  %.2f GMACs\n", model->compile_ms(),
+                human_bytes(model->weight_bytes()).c_str(), human_bytes(model->peak_activation_bytes()).c_str(),
+                static_cast<double>(macs) / 1e9);
+    std::printf("%d warm-up + %d timed runs: mean %.2f ms  median %.2f ms  p90 %.2f ms  p99 %.2f ms  min %.2f ms  "
+                "stddev %.2f ms  (%.1f GFLOP/s at the median)\n",
+                o->warmup, o->runs, s.mean, s.median, s.p90, s.p99, s.min, s.stddev,
+                2.0 * static_cast<double>(macs) / (s.median * 1e6));
+    nlohmann::json layers = nlohmann::json::array();
+    if (o->profile) {
+      std::vector<std::pair<NodeId, double>> rows(layer_ms.begin(), layer_ms.end());
+      std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second > b.second; });
+      double total = 0;
+      for (auto& r : rows) total += r.second;
+      std::printf("\n%-34s %-18s %-36s %9s %6s %10s %9s\n", "node", "op", "kernel", "ms", "%", "MMACs", "GFLOP/s");
+      for (auto& [nid, sum] : rows) {
+        const Step& st = *std::find_if(model->steps().begin(), model->steps().end(),
+                                       [&](const Step& x) { return x.node == nid; });
+        const Node& n = g.nodes[static_cast<size_t>(nid)];
+        double avg = sum / o->runs;
+        double gf = st.macs ? 2.0 * static_cast<double>(st.macs) / (avg * 1e6) : 0.0;
+        std::printf("%-34.34s %-18.18s %-36.36s %9.3f %6.1f %10.1f %9.1f\n", n.name.c_str(), n.op.c_str(),
+                    st.choice.chosen->name.c_str(), avg, 100.0 * sum / total, static_cast<double>(st.macs) / 1e6, gf);
+        layers.push_back({{"node", n.name}, {"op", n.op}, {"kernel", st.choice.chosen->name}, {"ms", avg},
+                          {"macs", st.macs}, {"gflops", gf}});
+      }
+    }
+    if (!o->json.empty()) {
+      nlohmann::json j = {{"model", o->m.model},
+                          {"precision", o->m.precision},
+                          {"target", model->target().name},
+                          {"features", model->target().feature_string()},
+                          {"threads", model->threads()},
+                          {"warmup", o->warmup},
+                          {"runs", o->runs},
+                          {"mean_ms", s.mean},
+                          {"median_ms", s.median},
+                          {"p90_ms", s.p90},
+                          {"p99_ms", s.p99},
+                          {"min_ms", s.min},
+                          {"max_ms", s.max},
+                          {"stddev_ms", s.stddev},
+                          {"macs", macs},
+                          {"compile_ms", model->compile_ms()},
+                          {"peak_activation_bytes", model->peak_activation_bytes()},
+                          {"weight_bytes", model->weight_bytes()}};
+      if (o->profile) j["layers"] = layers;
+      std::ofstream f(o->json);
+      if (!f) throw Error("cannot write '" + o->json + "'");
+      f << j.dump(2) << "\n";
+    }
+  });
+}
+
+}  // namespace lowbit::cli

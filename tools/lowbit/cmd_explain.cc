@@ -1,0 +1,154 @@
+// lowbit explain / inspect / targets: what was chosen, what was rejected and why.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cli.h"
+#include "lowbit/common/error.h"
+
+namespace lowbit::cli {
+namespace {
+
+std::string signature(const Graph& g, const Node& n) {
+  std::string s;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (i) s += ",";
+    s += n.inputs[i] == kNoValue ? "-" : dtype_name(g.value(n.inputs[i]).dtype);
+  }
+  s += "->";
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    if (i) s += ",";
+    s += n.outputs[i] == kNoValue ? "-" : dtype_name(g.value(n.outputs[i]).dtype);
+  }
+  return s;
+}
+
+std::string shapes(const Graph& g, const std::vector<ValueId>& ids, bool skip_constants) {
+  std::string s;
+  for (ValueId v : ids) {
+    if (v == kNoValue || (skip_constants && g.is_constant(v))) continue;
+    s += (s.empty() ? "" : " ") + shape_str(g.value(v).shape);
+  }
+  return s;
+}
+
+int64_t node_weight_bytes(const Graph& g, const Node& n) {
+  int64_t b = 0;
+  for (ValueId v : n.inputs)
+    if (g.is_constant(v)) b += g.constant(v)->nbytes();
+  return b;
+}
+
+}  // namespace
+
+void register_explain(CLI::App& app) {
+  struct Opts {
+    ModelOptions m;
+    std::string json;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("explain", "per node: the chosen kernel and why every other candidate was rejected");
+  add_model_options(*cmd, o->m);
+  cmd->add_option("--json", o->json, "write the explanation as JSON to this file ('-' for stdout)");
+  cmd->callback([o] {
+    auto model = compile_model(o->m, /*foreign_ok=*/true);
+    const Graph& g = model->graph();
+    nlohmann::json nodes = nlohmann::json::array();
+    bool text = o->json != "-";
+    if (text)
+      std::printf("target %s [%s]  precision %s\n", model->target().name.c_str(),
+                  model->target().feature_string().c_str(), o->m.precision.c_str());
+    std::map<std::string, int> histogram;
+    for (const Step& s : model->steps()) {
+      const Node& n = g.nodes[static_cast<size_t>(s.node)];
+      histogram[s.choice.chosen->name]++;
+      if (text) {
+        std::printf("\n%s %s -> %s  %s", n.label().c_str(), shapes(g, n.inputs, true).c_str(),
+                    shapes(g, n.outputs, false).c_str(), signature(g, n).c_str());
+        if (s.macs) std::printf("  %.1f MMACs", static_cast<double>(s.macs) / 1e6);
+        std::printf("\n  chosen   %s\n", s.choice.chosen->name.c_str());
+        for (auto& r : s.choice.rejected)
+          std::printf("  rejected %s: %s\n", r.candidate->name.c_str(), r.reason.c_str());
+      }
+      nlohmann::json rej = nlohmann::json::array();
+      for (auto& r : s.choice.rejected) rej.push_back({{"kernel", r.candidate->name}, {"reason", r.reason}});
+      nodes.push_back({{"node", n.name},
+                       {"op", n.op},
+                       {"inputs", shapes(g, n.inputs, true)},
+                       {"outputs", shapes(g, n.outputs, false)},
+                       {"signature", signature(g, n)},
+                       {"macs", s.macs},
+                       {"chosen", s.choice.chosen->name},
+                       {"rejected", rej}});
+    }
+    if (text) {
+      std::printf("\nkernels used:\n");
+      for (auto& [k, c] : histogram) std::printf("  %4d x %s\n", c, k.c_str());
+    }
+    if (!o->json.empty()) {
+      nlohmann::json j = {{"model", o->m.model},
+                          {"target", model->target().name},
+                          {"features", model->target().feature_string()},
+                          {"precision", o->m.precision},
+                          {"nodes", nodes}};
+      if (o->json == "-") {
+        std::cout << j.dump(2) << "\n";
+      } else {
+        std::ofstream f(o->json);
+        if (!f) throw Error("cannot write '" + o->json + "'");
+        f << j.dump(2) << "\n";
+      }
+    }
+  });
+}
+
+void register_inspect(CLI::App& app) {
+  auto o = std::make_shared<ModelOptions>();
+  auto* cmd = app.add_subcommand("inspect", "the graph after passes: nodes, dtypes, shapes, MACs, weight bytes");
+  add_model_options(*cmd, *o);
+  cmd->callback([o] {
+    auto model = compile_model(*o, /*foreign_ok=*/true);
+    const Graph& g = model->graph();
+    std::printf("%-4s %-32s %-18s %-28s %-16s %-22s %10s %11s\n", "#", "node", "op", "inputs", "outputs",
+                "dtypes", "MMACs", "weights");
+    int64_t macs = 0;
+    std::map<std::string, int64_t> per_dtype;
+    for (size_t i = 0; i < model->steps().size(); ++i) {
+      const Step& s = model->steps()[i];
+      const Node& n = g.nodes[static_cast<size_t>(s.node)];
+      macs += s.macs;
+      for (ValueId v : n.inputs)
+        if (g.is_constant(v)) per_dtype[dtype_name(g.value(v).dtype)] += g.constant(v)->nbytes();
+      std::string op = n.op;
+      if (n.attrs.has("act_min") || n.attrs.has("act_max")) op += "+clamp";
+      if (n.op == "Conv" && n.inputs.size() > 3 && n.inputs[3] != kNoValue) op += "+add";
+      std::printf("%-4zu %-32.32s %-18.18s %-28.28s %-16.16s %-22.22s %10.1f %11s\n", i, n.name.c_str(), op.c_str(),
+                  shapes(g, n.inputs, true).c_str(), shapes(g, n.outputs, false).c_str(), signature(g, n).c_str(),
+                  static_cast<double>(s.macs) / 1e6, human_bytes(node_weight_bytes(g, n)).c_str());
+    }
+    std::printf("\n%zu nodes, %.3f GMACs, weights %s", model->steps().size(), static_cast<double>(macs) / 1e9,
+                human_bytes(model->weight_bytes()).c_str());
+    for (auto& [dt, b] : per_dtype) std::printf("  [%s: %s]", dt.c_str(), human_bytes(b).c_str());
+    std::printf(", peak activation memory %s (%lld bytes)\n", human_bytes(model->peak_activation_bytes()).c_str(),
+                static_cast<long long>(model->peak_activation_bytes()));
+  });
+}
+
+void register_targets(CLI::App& app) {
+  auto* cmd = app.add_subcommand("targets", "named targets with their CPU features; marks what the host can run");
+  cmd->callback([] {
+    Target host = host_target();
+    std::printf("host: %s [%s]\n\n", host.name.c_str(), host.feature_string().c_str());
+    for (const std::string& name : named_targets()) {
+      Target t = parse_target(name);
+      std::string lacking = host.missing(t);
+      std::printf("  %-16s %-8s %-62s %s\n", name.c_str(), t.arch == Arch::x86_64 ? "x86-64" : "aarch64",
+                  t.feature_string().c_str(), lacking.empty() ? "runs on host" : ("host lacks " + lacking).c_str());
+    }
+    std::printf("\nexplicit feature lists: --target x86-64+avx2+fma; LOWBIT_ISA=generic|avx2 caps the host.\n");
+  });
+}
+
+}  // namespace lowbit::cli

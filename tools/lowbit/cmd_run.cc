@@ -1,0 +1,69 @@
+// lowbit run / export-onnx.
+#include <cstdio>
+
+#include "cli.h"
+#include "lowbit/common/error.h"
+#include "lowbit/frontend/onnx/onnx_export.h"
+#include "lowbit/frontend/zoo/zoo.h"
+#include "lowbit/io/npy.h"
+
+namespace lowbit::cli {
+
+void register_run(CLI::App& app) {
+  struct Opts {
+    ModelOptions m;
+    std::vector<std::string> inputs;
+    std::vector<std::string> outputs;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("run", "run a model once on .npy inputs (or a seeded random input)");
+  add_model_options(*cmd, o->m);
+  cmd->add_option("--input", o->inputs, "input .npy, one per model input in order");
+  cmd->add_option("--output", o->outputs, "where to write output .npy files, one per model output");
+  cmd->callback([o] {
+    auto model = compile_model(o->m);
+    const Graph& g = model->graph();
+    std::vector<Tensor> in;
+    if (o->inputs.empty()) {
+      in = random_inputs(g);
+    } else {
+      if (o->inputs.size() != g.inputs.size())
+        throw Error("model has " + std::to_string(g.inputs.size()) + " input(s); got " +
+                    std::to_string(o->inputs.size()) + " --input file(s)");
+      for (auto& p : o->inputs) in.push_back(load_npy(p));
+    }
+    auto out = model->run(in);
+    for (size_t i = 0; i < out.size(); ++i) {
+      const Value& v = g.value(g.outputs[i]);
+      std::printf("output '%s': %s %s", v.name.c_str(), dtype_name(out[i].dtype()), shape_str(out[i].shape()).c_str());
+      if (out[i].dtype() == DType::f32 && out[i].numel() > 0) {
+        const float* d = out[i].data<float>();
+        int64_t best = 0;
+        for (int64_t k = 1; k < out[i].numel(); ++k)
+          if (d[k] > d[best]) best = k;
+        std::printf("  argmax %lld (%.4f)  first [", static_cast<long long>(best), d[best]);
+        for (int64_t k = 0; k < std::min<int64_t>(5, out[i].numel()); ++k) std::printf("%s%.5f", k ? ", " : "", d[k]);
+        std::printf("]");
+      }
+      std::printf("\n");
+      if (i < o->outputs.size()) save_npy(o->outputs[i], out[i]);
+    }
+  });
+}
+
+void register_export(CLI::App& app) {
+  struct Opts {
+    std::string model, out;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("export-onnx", "write a zoo model (as built in code, before passes) to ONNX");
+  cmd->add_option("MODEL", o->model, "zoo model name")->required();
+  cmd->add_option("-o,--output", o->out, "output .onnx path")->required();
+  cmd->callback([o] {
+    if (!is_zoo_model(o->model)) throw Error("export-onnx takes a zoo model name, got '" + o->model + "'");
+    export_onnx(build_zoo_model(o->model), o->out);
+    std::printf("wrote %s\n", o->out.c_str());
+  });
+}
+
+}  // namespace lowbit::cli
