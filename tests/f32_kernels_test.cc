@@ -326,7 +326,7 @@ TEST(F32Kernels, Pool) {
 TEST(F32Kernels, GlobalAveragePool) {
   if (!host_has_avx2_fma()) GTEST_SKIP() << "host lacks avx2+fma";
   std::mt19937 rng(5);
-  for (Shape s : std::vector<Shape>{{1, 2048, 7, 7}, {2, 5, 1, 1}, {1, 3, 17, 3}, {1, 130, 4, 4}, {1, 7, 9}}) {
+  for (Shape s : std::vector<Shape>{{1, 2048, 7, 7}, {2, 5, 1, 1}, {1, 3, 17, 3}, {1, 130, 4, 4}}) {
     SCOPED_TRACE(dims(s));
     OneNode t;
     ValueId x = t.input("x", random_tensor(s, rng));

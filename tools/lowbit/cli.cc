@@ -1,9 +1,17 @@
 #include "cli.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "lowbit/common/error.h"
+#include "lowbit/artifact/artifact.h"
 #include "lowbit/frontend/load_model.h"
+#include "lowbit/io/npy.h"
+#include "lowbit/io/synthetic.h"
 
 namespace lowbit::cli {
 
@@ -12,45 +20,89 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("--input-shape", o.input_shapes, "fix an input's dynamic dims: name=1x3x224x224 (repeatable)");
   cmd.add_option("--threads", o.threads, "threads inside operators (default: all cores)");
   cmd.add_option("--target", o.target, "target to compile for (see `lowbit targets`; default host)");
-  cmd.add_option("--precision", o.precision, "fp32")->check(CLI::IsMember({"fp32"}));
+  cmd.add_option("--precision", o.precision, "fp32 or int8 (quantized on the fly with calibration)")
+      ->check(CLI::IsMember({"fp32", "int8"}));
   cmd.add_flag("--no-optimize", o.no_optimize, "skip BN folding and fusion (debugging)");
+  cmd.add_option("--calibration", o.calibration, "int8: minmax, percentile, entropy or mse")
+      ->check(CLI::IsMember({"minmax", "percentile", "entropy", "mse"}));
+  cmd.add_option("--calib-samples", o.calib_samples, "int8: calibration samples (default 8)")->check(CLI::PositiveNumber);
+  cmd.add_option("--calib-data", o.calib_data, "int8: folder of .npy calibration inputs (default: seeded synthetic)");
+  cmd.add_option("--on-slow", o.on_slow, "int8 node without a fast kernel: fp32 (keep fp32, warn), error, allow")
+      ->check(CLI::IsMember({"fp32", "error", "allow"}));
 }
 
-std::unique_ptr<CompiledModel> compile_model(const ModelOptions& o, bool foreign_ok) {
+std::vector<std::vector<Tensor>> load_samples(const std::string& dir, const Graph& g, int limit) {
+  if (g.inputs.size() != 1) throw Error("--calib-data needs a model with one input");
+  std::vector<std::string> files;
+  if (!std::filesystem::is_directory(dir)) throw Error("--calib-data '" + dir + "' is not a folder");
+  for (auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".npy") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw Error("--calib-data '" + dir + "' holds no .npy files");
+  std::vector<std::vector<Tensor>> samples;
+  for (auto& f : files) {
+    if (static_cast<int>(samples.size()) >= limit) break;
+    Tensor t = load_npy(f);
+    const Value& in = g.value(g.inputs[0]);
+    if (t.shape() != in.shape)
+      throw Error("calibration sample '" + f + "' is " + shape_str(t.shape()) + ", the model takes " +
+                  shape_str(in.shape));
+    samples.push_back({t});
+  }
+  return samples;
+}
+
+BuiltModel build_model(const ModelOptions& o, bool foreign_ok) {
   std::map<std::string, Shape> shapes;
   for (auto& s : o.input_shapes) shapes.insert(parse_input_shape(s));
-  Graph g = load_model(o.model, shapes);
   CompileOptions opts;
   opts.target = parse_target(o.target);
   opts.threads = o.threads;
   opts.optimize = !o.no_optimize;
   opts.allow_foreign_target = foreign_ok;
-  return CompiledModel::compile(std::move(g), opts);
+  BuiltModel b;
+  b.precision = o.precision;
+  if (is_artifact_file(o.model)) {
+    Artifact a = load_artifact(o.model);
+    b.graph = a.graph;
+    b.model = CompiledModel::compile(std::move(a.graph), opts);
+    auto meta = nlohmann::json::parse(a.metadata_json);
+    b.precision = meta.value("precision", "fp32");
+    return b;
+  }
+  Graph g = load_model(o.model, shapes);
+  if (o.precision == "fp32") {
+    b.graph = g;
+    b.model = CompiledModel::compile(std::move(g), opts);
+    return b;
+  }
+  // int8: the fp32 model must run here to calibrate, so compile it for the host.
+  CompileOptions fopts = opts;
+  fopts.target = host_target();
+  fopts.allow_foreign_target = false;
+  fopts.optimize = true;
+  auto fp32 = CompiledModel::compile(std::move(g), fopts);
+  QuantizeOptions q;
+  q.method = parse_calibration_method(o.calibration);
+  q.synthetic_samples = o.calib_samples;
+  if (!o.calib_data.empty()) q.samples = load_samples(o.calib_data, fp32->graph(), o.calib_samples);
+  bool tty = isatty(2);
+  q.progress = [tty](int done, int total) {
+    if (!tty && done != total) return;
+    int w = 30, fill = done * w / total;
+    std::fprintf(stderr, "\rcalibrating [%s%s] %d/%d%s", std::string(static_cast<size_t>(fill), '#').c_str(),
+                 std::string(static_cast<size_t>(w - fill), '.').c_str(), done, total, done == total ? "\n" : "");
+  };
+  SlowPolicy policy = parse_slow_policy(o.on_slow);
+  QuantizedBuild qb = build_quantized(*fp32, opts, q, policy);
+  if (!qb.slow.empty()) std::fprintf(stderr, "lowbit: warning: %s\n", describe_slow_nodes(qb.slow, policy, opts.target.name).c_str());
+  b.graph = std::move(qb.graph);
+  b.model = std::move(qb.model);
+  b.slow = std::move(qb.slow);
+  return b;
 }
 
-std::vector<Tensor> random_inputs(const Graph& g, uint64_t seed) {
-  std::vector<Tensor> v;
-  uint64_t s = seed;
-  auto next = [&s] {  // splitmix64: portable, unlike <random> distributions
-    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
-  for (ValueId id : g.inputs) {
-    const Value& val = g.value(id);
-    Tensor t(val.dtype, val.shape);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      double u = static_cast<double>(next() >> 11) / 9007199254740992.0;
-      if (val.dtype == DType::f32) t.data<float>()[i] = static_cast<float>(2 * u - 1);
-      else if (val.dtype == DType::i64) t.data<int64_t>()[i] = static_cast<int64_t>(u * 10);
-      else if (val.dtype == DType::u8 || val.dtype == DType::boolean) t.data<uint8_t>()[i] = static_cast<uint8_t>(u * 2);
-      else throw Error("cannot make a random input of dtype " + std::string(dtype_name(val.dtype)));
-    }
-    v.push_back(std::move(t));
-  }
-  return v;
-}
+std::vector<Tensor> random_inputs(const Graph& g, uint64_t seed) { return synthetic_inputs(g, seed); }
 
 std::string human_bytes(int64_t b) {
   char buf[64];

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "lowbit/quant/guard.h"
 #include "lowbit/runtime/compiled_model.h"
 
 namespace lowbit::cli {
@@ -17,13 +18,31 @@ struct ModelOptions {
   std::string target = "host";
   std::string precision = "fp32";
   bool no_optimize = false;
+  // int8 (quantized on the fly; an .lbm artifact is already quantized)
+  std::string calibration = "minmax";
+  int calib_samples = 8;
+  std::string calib_data;
+  std::string on_slow = "fp32";
+};
+
+struct BuiltModel {
+  std::unique_ptr<CompiledModel> model;
+  Graph graph;                 // what an artifact would store (quantized graph for int8)
+  std::vector<SlowNode> slow;  // the guard's findings (int8 only)
+  std::string precision;       // "fp32" or "int8"
 };
 
 // Adds MODEL and the options every model command shares.
 void add_model_options(CLI::App& cmd, ModelOptions& o);
-// Loads, validates, optimises and dispatches. `foreign_ok`: allow a target the host cannot run.
-std::unique_ptr<CompiledModel> compile_model(const ModelOptions& o, bool foreign_ok = false);
-// Seeded random inputs of the model's input shapes (deterministic, U(-1, 1) for floats).
+// Loads, validates, optimises, quantizes (int8) and dispatches; prints the guard's warnings.
+// `foreign_ok`: allow a target the host cannot run.
+BuiltModel build_model(const ModelOptions& o, bool foreign_ok = false);
+inline std::unique_ptr<CompiledModel> compile_model(const ModelOptions& o, bool foreign_ok = false) {
+  return build_model(o, foreign_ok).model;
+}
+// Calibration samples from a folder of .npy files (one file per sample; models with one input).
+std::vector<std::vector<Tensor>> load_samples(const std::string& dir, const Graph& g, int limit);
+// Seeded synthetic inputs of the model's input shapes (io/synthetic.h).
 std::vector<Tensor> random_inputs(const Graph& g, uint64_t seed = 42);
 std::string human_bytes(int64_t bytes);
 
@@ -33,5 +52,7 @@ void register_explain(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_targets(CLI::App& app);
 void register_export(CLI::App& app);
+void register_quantize(CLI::App& app);
+void register_compare(CLI::App& app);
 
 }  // namespace lowbit::cli

@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
   lowbit::cli::register_inspect(app);
   lowbit::cli::register_targets(app);
   lowbit::cli::register_export(app);
+  lowbit::cli::register_quantize(app);
+  lowbit::cli::register_compare(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

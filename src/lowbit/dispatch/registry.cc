@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "lowbit/common/error.h"
+#include "lowbit/dispatch/table_qu8.h"
 #include "lowbit/ir/op_schema.h"
 #include "lowbit/kernels/reference/reference.h"
 
@@ -29,11 +30,12 @@ std::unique_ptr<Kernel> reference_create(const NodeContext& ctx) {
   return std::make_unique<ReferenceKernel>(ctx.graph, ctx.node, find_reference(ctx.node.op));
 }
 
-// The fast candidates of the table followed by one reference candidate per op with a reference
+// The fast candidates of the tables (fp32: table.cc, int8: table_qu8.cc) followed by one reference candidate per op with a reference
 // kernel; built once, so candidate pointers stay valid for the process lifetime.
 const std::vector<KernelCandidate>& full_table() {
   static const std::vector<KernelCandidate> table = [] {
     std::vector<KernelCandidate> t = all_candidates();
+    for (auto& c : qu8_candidates()) t.push_back(c);
     for (const std::string& op : supported_ops())
       if (find_reference(op))
         t.push_back(KernelCandidate{op, "reference-" + op, Arch::x86_64, {}, reference_check, reference_create});

@@ -11,6 +11,9 @@ std::vector<KernelCandidate> qu8_candidates() {
   using F = Feature;
   const Arch x86 = Arch::x86_64;
   std::vector<KernelCandidate> t;
+  // Depthwise first: the igemm would run one channel per tile row there.
+  t.push_back({"QConv", "qu8-dwconv2d-avx2", x86, {F::avx2, F::fma}, check_qconv2d_u8_dwconv,
+               create_qconv2d_u8_dwconv_avx2});
   t.push_back({"QConv", "qu8-conv2d-igemm-12x16-avx512vnni", x86, {F::avx512f, F::avx512bw, F::avx512vnni},
                check_qconv2d_u8_igemm, create_qconv2d_u8_igemm_avx512vnni});
   t.push_back({"QConv", "qu8-conv2d-igemm-6x16-avxvnni", x86, {F::avx2, F::fma, F::avxvnni}, check_qconv2d_u8_igemm,

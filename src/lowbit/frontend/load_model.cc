@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "lowbit/artifact/artifact.h"
 #include "lowbit/common/error.h"
 #include "lowbit/frontend/onnx/onnx_import.h"
 #include "lowbit/frontend/zoo/zoo.h"
@@ -22,7 +23,13 @@ Graph load_model(const std::string& spec, const std::map<std::string, Shape>& in
     }
     return g;
   }
-  if (std::filesystem::exists(spec)) return import_onnx_file(spec, input_shapes);
+  if (std::filesystem::exists(spec)) {
+    if (is_artifact_file(spec)) {
+      if (!input_shapes.empty()) throw Error("--input-shape cannot change a compiled artifact's shapes");
+      return load_artifact(spec).graph;
+    }
+    return import_onnx_file(spec, input_shapes);
+  }
   std::string names;
   for (auto& n : zoo_model_names()) names += " " + n;
   throw Error("model '" + spec + "' is neither a file nor a zoo model (zoo:" + names + ")");

@@ -25,6 +25,10 @@ std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avx2(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avx512vnni(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avxvnni(const NodeContext& ctx);
 
+// Depthwise QConv (group == C == M), any kernel up to 62 taps, stride, dilation and padding.
+std::string check_qconv2d_u8_dwconv(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qconv2d_u8_dwconv_avx2(const NodeContext& ctx);
+
 // QGemm (A [M, K] u8 x W [N, K] i8), u8 or f32 output: one int16 dot-product pass per row.
 std::string check_qgemm_u8_gemv(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_qgemm_u8_gemv_avx2(const NodeContext& ctx);

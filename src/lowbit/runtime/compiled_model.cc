@@ -19,8 +19,8 @@ double ms_since(Clock::time_point t0) {
 }
 
 int64_t node_macs(const Graph& g, const Node& n) {
-  if (n.op == "Conv") return conv2d_params(g, n).macs();
-  if (n.op == "Gemm" || n.op == "MatMul") {
+  if (n.op == "Conv" || n.op == "QConv") return conv2d_params(g, n).macs();
+  if (n.op == "Gemm" || n.op == "MatMul" || n.op == "QGemm") {
     const Shape& y = g.value(n.outputs[0]).shape;
     const Shape& a = g.value(n.inputs[0]).shape;
     if (a.empty()) return 0;
@@ -103,7 +103,12 @@ std::vector<Tensor> CompiledModel::run_profiled(const std::vector<Tensor>& input
   return execute(inputs, &timings);
 }
 
-std::vector<Tensor> CompiledModel::execute(const std::vector<Tensor>& inputs, std::vector<LayerTiming>* timings) {
+std::vector<Tensor> CompiledModel::run_observed(const std::vector<Tensor>& inputs, const Observer& observe) {
+  return execute(inputs, nullptr, &observe);
+}
+
+std::vector<Tensor> CompiledModel::execute(const std::vector<Tensor>& inputs, std::vector<LayerTiming>* timings,
+                                           const Observer* observe) {
   const Graph& g = graph_;
   if (inputs.size() != g.inputs.size())
     throw Error("model takes " + std::to_string(g.inputs.size()) + " input(s), got " + std::to_string(inputs.size()));
@@ -123,6 +128,8 @@ std::vector<Tensor> CompiledModel::execute(const std::vector<Tensor>& inputs, st
       std::memcpy(arena + offsets_[static_cast<size_t>(g.inputs[i])], inputs[i].raw(),
                   static_cast<size_t>(inputs[i].nbytes()));
   }
+  if (observe)
+    for (size_t i = 0; i < inputs.size(); ++i) (*observe)(g.inputs[i], inputs[i].view());
   std::vector<TensorView> in, out;
   for (const Step& s : steps_) {
     const Node& n = g.nodes[static_cast<size_t>(s.node)];
@@ -137,6 +144,9 @@ std::vector<Tensor> CompiledModel::execute(const std::vector<Tensor>& inputs, st
     } else {
       s.kernel->run(in, out, *pool_);
     }
+    if (observe)
+      for (size_t k = 0; k < n.outputs.size(); ++k)
+        if (n.outputs[k] != kNoValue) (*observe)(n.outputs[k], out[k]);
   }
   std::vector<Tensor> results;
   for (ValueId v : g.outputs) {

@@ -1,6 +1,7 @@
 #pragma once
 // Compile = validate -> passes -> memory plan -> dispatch (kernel per node, weights packed once).
 // Run = execute the steps over one activation arena.
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,6 +42,11 @@ class CompiledModel {
   // Same, recording the time of every step.
   std::vector<Tensor> run_profiled(const std::vector<Tensor>& inputs, std::vector<LayerTiming>& timings);
 
+  // Same, calling observe(value, data) for every node output as soon as it is computed
+  // (calibration and per-layer accuracy tools read intermediate tensors through this).
+  using Observer = std::function<void(ValueId, const TensorView&)>;
+  std::vector<Tensor> run_observed(const std::vector<Tensor>& inputs, const Observer& observe);
+
   const Graph& graph() const { return graph_; }
   const std::vector<Step>& steps() const { return steps_; }
   const Target& target() const { return target_; }
@@ -51,7 +57,8 @@ class CompiledModel {
 
  private:
   CompiledModel() = default;
-  std::vector<Tensor> execute(const std::vector<Tensor>& inputs, std::vector<LayerTiming>* timings);
+  std::vector<Tensor> execute(const std::vector<Tensor>& inputs, std::vector<LayerTiming>* timings,
+                              const Observer* observe = nullptr);
 
   Graph graph_;
   Target target_;

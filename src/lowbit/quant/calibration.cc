@@ -1,0 +1,158 @@
+#include "lowbit/quant/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "lowbit/common/error.h"
+
+namespace lowbit {
+namespace {
+
+constexpr int kBins = 2048;
+
+struct Histogram {
+  std::vector<double> count = std::vector<double>(kBins, 0.0);
+  double total = 0;
+};
+
+// Sum of squared error of encoding the histogram's mass with 256 levels over [lo, hi]
+// (values outside are clipped to the nearest end).
+double quant_mse(const Histogram& h, float min, float max, float lo, float hi) {
+  double width = (static_cast<double>(max) - min) / kBins, step = (static_cast<double>(hi) - lo) / 255.0;
+  if (step <= 0) return 1e300;
+  double err = 0;
+  for (int b = 0; b < kBins; ++b) {
+    if (!h.count[b]) continue;
+    double x = min + (b + 0.5) * width;
+    double q = std::clamp(std::nearbyint((x - lo) / step), 0.0, 255.0) * step + lo;
+    err += h.count[b] * (x - q) * (x - q);
+  }
+  return err;
+}
+
+// KL divergence between the histogram P and its 256-level quantized version Q over [lo, hi]
+// (clipped mass folded into the edge bins of P, as TensorRT's entropy calibrator does).
+double quant_kl(const Histogram& h, float min, float max, float lo, float hi) {
+  double width = (static_cast<double>(max) - min) / kBins;
+  int b0 = std::clamp(static_cast<int>((lo - min) / width), 0, kBins - 1);
+  int b1 = std::clamp(static_cast<int>(std::ceil((hi - min) / width)), b0 + 1, kBins);
+  int n = b1 - b0;
+  std::vector<double> p(static_cast<size_t>(n), 0.0);
+  for (int b = 0; b < kBins; ++b) p[static_cast<size_t>(std::clamp(b - b0, 0, n - 1))] += h.count[b];
+  // Q: merge P's bins into 256 groups, spread each group's mass evenly over its non-empty bins.
+  std::vector<double> q(static_cast<size_t>(n), 0.0);
+  int levels = std::min(256, n);
+  for (int g = 0; g < levels; ++g) {
+    int s = g * n / levels, e = (g + 1) * n / levels;
+    double mass = 0;
+    int nonzero = 0;
+    for (int i = s; i < e; ++i) mass += p[static_cast<size_t>(i)], nonzero += p[static_cast<size_t>(i)] > 0;
+    for (int i = s; i < e; ++i)
+      if (p[static_cast<size_t>(i)] > 0) q[static_cast<size_t>(i)] = mass / nonzero;
+  }
+  double kl = 0, ptot = 0, qtot = 0;
+  for (int i = 0; i < n; ++i) ptot += p[static_cast<size_t>(i)], qtot += q[static_cast<size_t>(i)];
+  for (int i = 0; i < n; ++i) {
+    double pi = p[static_cast<size_t>(i)] / ptot, qi = q[static_cast<size_t>(i)] / qtot;
+    if (pi > 0) kl += pi * std::log(pi / std::max(qi, 1e-12));
+  }
+  return kl;
+}
+
+Range choose_range(const Histogram& h, float min, float max, CalibrationMethod method) {
+  if (method == CalibrationMethod::percentile) {
+    // Drop 0.01% of the mass on each side.
+    double cut = h.total * 1e-4, acc = 0;
+    double width = (static_cast<double>(max) - min) / kBins;
+    int lo_b = 0, hi_b = kBins - 1;
+    for (acc = 0; lo_b < kBins - 1 && acc + h.count[lo_b] <= cut; ++lo_b) acc += h.count[lo_b];
+    for (acc = 0; hi_b > lo_b && acc + h.count[hi_b] <= cut; --hi_b) acc += h.count[hi_b];
+    return {static_cast<float>(min + lo_b * width), static_cast<float>(min + (hi_b + 1) * width), true};
+  }
+  // mse / entropy: shrink both ends by the same factor, keep the best.
+  Range best{min, max, true};
+  double best_score = 1e300;
+  for (int i = 0; i <= 70; ++i) {
+    float alpha = 1.0f - 0.01f * static_cast<float>(i);
+    float lo = std::min(0.f, min * alpha), hi = std::max(0.f, max * alpha);
+    double score = method == CalibrationMethod::mse ? quant_mse(h, min, max, lo, hi) : quant_kl(h, min, max, lo, hi);
+    if (score < best_score) best_score = score, best = {lo, hi, true};
+  }
+  return best;
+}
+
+}  // namespace
+
+CalibrationMethod parse_calibration_method(const std::string& name) {
+  if (name == "minmax") return CalibrationMethod::minmax;
+  if (name == "percentile") return CalibrationMethod::percentile;
+  if (name == "entropy") return CalibrationMethod::entropy;
+  if (name == "mse") return CalibrationMethod::mse;
+  throw Error("unknown calibration method '" + name + "' (minmax, percentile, entropy, mse)");
+}
+
+const char* calibration_method_name(CalibrationMethod m) {
+  switch (m) {
+    case CalibrationMethod::minmax: return "minmax";
+    case CalibrationMethod::percentile: return "percentile";
+    case CalibrationMethod::entropy: return "entropy";
+    case CalibrationMethod::mse: return "mse";
+  }
+  return "?";
+}
+
+std::vector<Range> calibrate(CompiledModel& model, const std::vector<std::vector<Tensor>>& samples,
+                             CalibrationMethod method, const std::function<void(int, int)>& progress) {
+  if (samples.empty()) throw Error("calibration needs at least one sample");
+  const size_t nv = model.graph().values.size();
+  std::vector<Range> range(nv);
+  const bool hist = method != CalibrationMethod::minmax;
+  const int total = static_cast<int>(samples.size()) * (hist ? 2 : 1);
+  int done = 0;
+  for (const auto& s : samples) {
+    model.run_observed(s, [&](ValueId v, const TensorView& t) {
+      if (t.dtype != DType::f32) return;
+      Range& r = range[static_cast<size_t>(v)];
+      const float* d = t.as<float>();
+      for (int64_t i = 0, n = t.numel(); i < n; ++i) {
+        if (!r.seen) r = {d[i], d[i], true};
+        r.lo = std::min(r.lo, d[i]);
+        r.hi = std::max(r.hi, d[i]);
+      }
+    });
+    if (progress) progress(++done, total);
+  }
+  if (!hist) return range;
+  std::vector<Histogram> h(nv);
+  for (const auto& s : samples) {
+    model.run_observed(s, [&](ValueId v, const TensorView& t) {
+      const Range& r = range[static_cast<size_t>(v)];
+      if (t.dtype != DType::f32 || !r.seen || r.hi <= r.lo) return;
+      Histogram& hv = h[static_cast<size_t>(v)];
+      const float* d = t.as<float>();
+      const float scale = kBins / (r.hi - r.lo);
+      for (int64_t i = 0, n = t.numel(); i < n; ++i)
+        hv.count[static_cast<size_t>(std::clamp(static_cast<int>((d[i] - r.lo) * scale), 0, kBins - 1))] += 1;
+      hv.total += static_cast<double>(t.numel());
+    });
+    if (progress) progress(++done, total);
+  }
+  std::vector<Range> chosen(nv);
+  for (size_t v = 0; v < nv; ++v)
+    chosen[v] = range[v].seen && range[v].hi > range[v].lo ? choose_range(h[v], range[v].lo, range[v].hi, method)
+                                                            : range[v];
+  return chosen;
+}
+
+QuantParams u8_params(Range r) {
+  float lo = std::min(0.f, r.lo), hi = std::max(0.f, r.hi);
+  if (hi - lo < 1e-8f) hi = lo + 1e-8f;
+  double scale = (static_cast<double>(hi) - lo) / 255.0;
+  int32_t zp = static_cast<int32_t>(std::clamp(std::nearbyint(-lo / scale), 0.0, 255.0));
+  QuantParams q;
+  q.scale = {static_cast<float>(scale)};
+  q.zero_point = {zp};
+  return q;
+}
+
+}  // namespace lowbit

@@ -1,0 +1,85 @@
+#include "lowbit/quant/guard.h"
+
+#include "lowbit/common/error.h"
+
+namespace lowbit {
+namespace {
+
+// Ops with no SIMD kernel for any dtype (Flatten, Reshape...) move bytes at the same speed in
+// int8 as in fp32: the guard has nothing to compare them with.
+bool has_simd_candidates(const std::string& op) {
+  for (const KernelCandidate* c : candidates_for(op))
+    if (!c->features.empty()) return true;
+  return false;
+}
+
+bool is_quantized_node(const Graph& g, const Node& n) {
+  if (n.op == "QuantizeLinear" || n.op == "DequantizeLinear") return false;  // domain boundaries
+  if (!has_simd_candidates(n.op)) return false;
+  for (ValueId v : n.inputs)
+    if (v != kNoValue && !g.is_constant(v) && g.value(v).dtype == DType::u8) return true;
+  return false;
+}
+
+}  // namespace
+
+SlowPolicy parse_slow_policy(const std::string& s) {
+  if (s == "fp32") return SlowPolicy::fp32;
+  if (s == "error") return SlowPolicy::error;
+  if (s == "allow") return SlowPolicy::allow;
+  throw Error("--on-slow must be fp32, error or allow (got '" + s + "')");
+}
+
+std::vector<SlowNode> find_slow_quantized_nodes(const CompiledModel& q) {
+  std::vector<SlowNode> slow;
+  const Graph& g = q.graph();
+  for (const Step& s : q.steps()) {
+    const Node& n = g.nodes[static_cast<size_t>(s.node)];
+    if (!is_quantized_node(g, n) || !s.choice.chosen->features.empty()) continue;
+    std::string why;
+    for (const Rejection& r : s.choice.rejected) why += (why.empty() ? "" : "; ") + r.candidate->name + ": " + r.reason;
+    slow.push_back({n.name, n.op, s.choice.chosen->name, why.empty() ? "no SIMD int8 kernel exists for " + n.op : why});
+  }
+  return slow;
+}
+
+QuantizedBuild build_quantized(CompiledModel& fp32, const CompileOptions& opts, QuantizeOptions qopts,
+                               SlowPolicy policy) {
+  QuantizedBuild b;
+  b.policy = policy;
+  // Calibrate once; the guard only changes which nodes are rewritten.
+  std::vector<Range> ranges = calibrate_model(fp32, qopts);
+  CompileOptions copts = opts;
+  copts.allow_foreign_target = true;  // the guard inspects dispatch; running is checked below
+  for (int round = 0; round < 4; ++round) {
+    b.graph = quantize_graph(fp32.graph(), ranges, qopts.keep_fp32);
+    b.model = CompiledModel::compile(b.graph, copts);
+    std::vector<SlowNode> slow = find_slow_quantized_nodes(*b.model);
+    if (round == 0) b.slow = slow;
+    if (slow.empty() || policy == SlowPolicy::allow) break;
+    if (policy == SlowPolicy::error) throw Error(describe_slow_nodes(slow, policy, opts.target.name));
+    size_t before = qopts.keep_fp32.size();
+    for (auto& s : slow) qopts.keep_fp32.insert(s.node);
+    if (round > 0)
+      for (auto& s : slow) b.slow.push_back(s);  // nodes that became slow once a neighbour stayed fp32
+    if (qopts.keep_fp32.size() == before) break;
+  }
+  if (!opts.allow_foreign_target) {
+    std::string lacking = host_target().missing(opts.target);
+    if (!lacking.empty())
+      throw Error("target '" + opts.target.name + "' needs " + lacking +
+                  ", which this CPU lacks: it can be explained, inspected or saved here, not run");
+  }
+  return b;
+}
+
+std::string describe_slow_nodes(const std::vector<SlowNode>& slow, SlowPolicy policy, const std::string& target) {
+  std::string s = std::to_string(slow.size()) + " quantized node(s) have no kernel expected to beat fp32 on target " +
+                  target + (policy == SlowPolicy::fp32    ? "; kept in fp32 (--on-slow=error refuses, --on-slow=allow keeps them slow):"
+                            : policy == SlowPolicy::error ? "; refusing to compile (--on-slow=error):"
+                                                          : "; kept quantized on slow kernels (--on-slow=allow):");
+  for (const SlowNode& n : slow) s += "\n  " + n.node + " (" + n.op + ") would run " + n.kernel + " — " + n.reason;
+  return s;
+}
+
+}  // namespace lowbit

@@ -1,0 +1,40 @@
+#pragma once
+// The never-silently-slower guard. After quantization, every quantized node is dispatched for the
+// target; a node whose chosen kernel is not expected to beat its fp32 counterpart (no SIMD int8
+// kernel for this target, shape or dtype pairing) is reported, and by policy kept in fp32
+// (default), refused (error) or kept slow (allow). Nothing happens silently.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lowbit/quant/quantize.h"
+
+namespace lowbit {
+
+enum class SlowPolicy { fp32, error, allow };
+SlowPolicy parse_slow_policy(const std::string& s);  // "fp32" | "error" | "allow"
+
+struct SlowNode {
+  std::string node, op, kernel;
+  std::string reason;  // why every fast candidate was rejected
+};
+
+// Quantized nodes of a compiled quantized model that run on a portable (non-SIMD) kernel.
+std::vector<SlowNode> find_slow_quantized_nodes(const CompiledModel& q);
+
+struct QuantizedBuild {
+  Graph graph;                           // the quantized graph (before compile's passes), for artifacts
+  std::unique_ptr<CompiledModel> model;  // compiled for opts.target
+  std::vector<SlowNode> slow;            // what the guard found (kept fp32 / refused / allowed)
+  SlowPolicy policy = SlowPolicy::fp32;
+};
+
+// fp32 model -> calibrate -> quantize -> guard -> compile. `fp32` must be compiled from the same
+// graph with optimisation on (its graph is the one rewritten).
+QuantizedBuild build_quantized(CompiledModel& fp32, const CompileOptions& opts, QuantizeOptions qopts,
+                               SlowPolicy policy);
+
+// "3 quantized node(s) have no fast int8 kernel on target x86-64 and were kept in fp32: ..."
+std::string describe_slow_nodes(const std::vector<SlowNode>& slow, SlowPolicy policy, const std::string& target);
+
+}  // namespace lowbit

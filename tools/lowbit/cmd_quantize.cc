@@ -1,0 +1,169 @@
+// lowbit quantize / compare: make an int8 artifact; measure what quantization cost in accuracy.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cli.h"
+#include "lowbit/artifact/artifact.h"
+#include "lowbit/common/error.h"
+#include "lowbit/io/npy.h"
+#include "lowbit/io/synthetic.h"
+
+namespace lowbit::cli {
+
+void register_quantize(CLI::App& app) {
+  struct Opts {
+    ModelOptions m;
+    std::string out;
+    int bits = 8;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("quantize", "calibrate and quantize a model; write an .lbm artifact");
+  add_model_options(*cmd, o->m);
+  cmd->add_option("-o,--output", o->out, "the .lbm artifact to write")->required();
+  cmd->add_option("--bits", o->bits, "weight/activation bits (8)");
+  cmd->callback([o] {
+    auto t0 = std::chrono::steady_clock::now();
+    ModelOptions m = o->m;
+    m.precision = "int8";
+    if (o->bits != 8)
+      throw Error("--bits " + std::to_string(o->bits) + ": only 8-bit quantization is implemented so far");
+    BuiltModel b = build_model(m, /*foreign_ok=*/true);
+    nlohmann::json meta = {{"precision", "int8"},
+                           {"bits", o->bits},
+                           {"calibration", m.calibration},
+                           {"calib_samples", m.calib_samples},
+                           {"calib_data", m.calib_data.empty() ? "synthetic" : "npy folder"},
+                           {"target", b.model->target().name},
+                           {"source", std::filesystem::path(m.model).filename().string()}};
+    nlohmann::json slow = nlohmann::json::array();
+    for (auto& s : b.slow) slow.push_back({{"node", s.node}, {"reason", s.reason}});
+    meta["kept_fp32"] = slow;
+    save_artifact(o->out, b.graph, meta.dump());
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    int64_t fp32_bytes = 0, total = 0;
+    std::map<std::string, int64_t> per;
+    for (const Value& v : b.graph.values)
+      if (v.constant) per[dtype_name(v.dtype)] += v.constant->nbytes(), total += v.constant->nbytes();
+    (void)fp32_bytes;
+    std::printf("wrote %s (%s) in %.1f s: weights %s", o->out.c_str(),
+                human_bytes(static_cast<int64_t>(std::filesystem::file_size(o->out))).c_str(), ms / 1e3,
+                human_bytes(total).c_str());
+    for (auto& [dt, bytes] : per) std::printf(" [%s %s]", dt.c_str(), human_bytes(bytes).c_str());
+    std::printf("\n");
+  });
+}
+
+namespace {
+
+struct OutputMetrics {
+  double cosine, rel_l2;
+  bool top1, top5;
+};
+
+OutputMetrics compare_outputs(const Tensor& ref, const Tensor& q) {
+  const float *a = ref.data<float>(), *b = q.data<float>();
+  double dot = 0, na = 0, nb = 0, diff = 0;
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    dot += static_cast<double>(a[i]) * b[i];
+    na += static_cast<double>(a[i]) * a[i];
+    nb += static_cast<double>(b[i]) * b[i];
+    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+  }
+  int64_t n = ref.numel(), best_a = std::max_element(a, a + n) - a, best_b = std::max_element(b, b + n) - b;
+  std::vector<int64_t> idx(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) idx[static_cast<size_t>(i)] = i;
+  std::partial_sort(idx.begin(), idx.begin() + std::min<int64_t>(5, n), idx.end(),
+                    [&](int64_t x, int64_t y) { return b[x] > b[y]; });
+  bool top5 = std::find(idx.begin(), idx.begin() + std::min<int64_t>(5, n), best_a) != idx.begin() + std::min<int64_t>(5, n);
+  return {dot / std::sqrt(na * nb + 1e-30), std::sqrt(diff / (na + 1e-30)), best_a == best_b, top5};
+}
+
+float dequant(const TensorView& t, const QuantParams& q, int64_t i) {
+  return q.scale[0] * (static_cast<float>(t.as<uint8_t>()[i]) - static_cast<float>(q.zero_point[0]));
+}
+
+}  // namespace
+
+void register_compare(CLI::App& app) {
+  struct Opts {
+    ModelOptions m;
+    std::string inputs;
+    int samples = 16;
+    int layers = 15;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("compare", "accuracy of the quantized model against fp32, overall and per layer");
+  add_model_options(*cmd, o->m);
+  cmd->add_option("--inputs", o->inputs, "folder of .npy inputs (default: seeded synthetic, not the calibration ones)");
+  cmd->add_option("--samples", o->samples, "synthetic inputs to compare on (default 16)")->check(CLI::PositiveNumber);
+  cmd->add_option("--layers", o->layers, "worst layers to list by SQNR (default 15)");
+  cmd->callback([o] {
+    ModelOptions f = o->m;
+    f.precision = "fp32";
+    BuiltModel fp = build_model(f);
+    if (o->m.precision == "fp32") o->m.precision = "int8";
+    BuiltModel q = build_model(o->m);
+    std::vector<std::vector<Tensor>> inputs;
+    if (!o->inputs.empty()) inputs = load_samples(o->inputs, fp.model->graph(), 1 << 30);
+    else
+      for (int i = 0; i < o->samples; ++i) inputs.push_back(synthetic_inputs(fp.model->graph(), 50000 + static_cast<uint64_t>(i)));
+
+    const Graph& fg = fp.model->graph();
+    const Graph& qg = q.model->graph();
+    std::map<std::string, ValueId> fp_by_name;
+    for (size_t v = 0; v < fg.values.size(); ++v) fp_by_name[fg.values[v].name] = static_cast<ValueId>(v);
+    struct Acc {
+      double signal = 0, noise = 0;
+      std::string op;
+    };
+    std::map<std::string, Acc> layer;
+    std::map<std::string, std::string> producer_op;
+    for (const Node& n : qg.nodes)
+      for (ValueId v : n.outputs)
+        if (v != kNoValue) producer_op[qg.value(v).name] = n.op;
+    double cos_sum = 0, l2_sum = 0, cos_min = 1;
+    int top1 = 0, top5 = 0;
+    for (auto& in : inputs) {
+      std::map<std::string, Tensor> ref;
+      auto fout = fp.model->run_observed(in, [&](ValueId v, const TensorView& t) {
+        if (t.dtype == DType::f32) ref[fg.value(v).name] = Tensor(t.dtype, t.shape), std::memcpy(ref[fg.value(v).name].raw(), t.data, static_cast<size_t>(t.nbytes()));
+      });
+      auto qout = q.model->run_observed(in, [&](ValueId v, const TensorView& t) {
+        const Value& val = qg.value(v);
+        if (t.dtype != DType::u8 || !val.quant) return;
+        auto it = ref.find(val.name);
+        if (it == ref.end() || it->second.shape() != t.shape) return;
+        Acc& a = layer[val.name];
+        a.op = producer_op[val.name];
+        const float* r = it->second.data<float>();
+        for (int64_t i = 0; i < t.numel(); ++i) {
+          double d = r[i] - dequant(t, *val.quant, i);
+          a.signal += static_cast<double>(r[i]) * r[i];
+          a.noise += d * d;
+        }
+      });
+      OutputMetrics m = compare_outputs(fout[0], qout[0]);
+      cos_sum += m.cosine, l2_sum += m.rel_l2, cos_min = std::min(cos_min, m.cosine);
+      top1 += m.top1, top5 += m.top5;
+    }
+    double n = static_cast<double>(inputs.size());
+    std::printf("%s int8 vs fp32 over %zu input(s): cosine mean %.5f (min %.5f)  rel L2 %.4f  top-1 agree %.1f%%  "
+                "top-5 agree %.1f%%\n",
+                o->m.model.c_str(), inputs.size(), cos_sum / n, cos_min, l2_sum / n, 100.0 * top1 / n, 100.0 * top5 / n);
+    std::vector<std::pair<double, std::string>> rows;
+    for (auto& [name, a] : layer)
+      rows.push_back({a.noise > 0 ? 10 * std::log10(a.signal / a.noise) : 999.0, name});
+    std::sort(rows.begin(), rows.end());
+    std::printf("\nper-layer SQNR (dB, lowest first; quantized output vs fp32):\n");
+    for (size_t i = 0; i < rows.size() && static_cast<int>(i) < o->layers; ++i)
+      std::printf("  %7.2f  %-40s %s\n", rows[i].first, rows[i].second.c_str(), layer[rows[i].second].op.c_str());
+  });
+}
+
+}  // namespace lowbit::cli
