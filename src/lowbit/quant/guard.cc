@@ -1,5 +1,7 @@
 #include "lowbit/quant/guard.h"
 
+#include <algorithm>
+
 #include "lowbit/common/error.h"
 
 namespace lowbit {
@@ -78,7 +80,18 @@ std::string describe_slow_nodes(const std::vector<SlowNode>& slow, SlowPolicy po
                   target + (policy == SlowPolicy::fp32    ? "; kept in fp32 (--on-slow=error refuses, --on-slow=allow keeps them slow):"
                             : policy == SlowPolicy::error ? "; refusing to compile (--on-slow=error):"
                                                           : "; kept quantized on slow kernels (--on-slow=allow):");
-  for (const SlowNode& n : slow) s += "\n  " + n.node + " (" + n.op + ") would run " + n.kernel + " — " + n.reason;
+  // Nodes that fail for the same reason are listed together, so a whole-model failure stays readable.
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;
+  for (const SlowNode& n : slow) {
+    std::string key = n.op + " would run " + n.kernel + " because " + n.reason;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == key; });
+    if (it == groups.end()) groups.push_back({key, {n.node}});
+    else it->second.push_back(n.node);
+  }
+  for (auto& [why, nodes] : groups) {
+    s += "\n  " + std::to_string(nodes.size()) + " x " + why + "\n    nodes:";
+    for (size_t i = 0; i < nodes.size(); ++i) s += (i ? ", " : " ") + nodes[i];
+  }
   return s;
 }
 
