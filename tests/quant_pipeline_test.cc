@@ -1,0 +1,173 @@
+// The quantizer, the guard and the .lbm artifact, end to end on the zoo's models.
+#include <gtest/gtest.h>
+#include <gmock/gmock.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "lowbit/artifact/artifact.h"
+#include "lowbit/common/error.h"
+#include "lowbit/frontend/zoo/zoo.h"
+#include "lowbit/io/synthetic.h"
+#include "lowbit/quant/guard.h"
+
+using namespace lowbit;
+using ::testing::HasSubstr;
+
+namespace {
+
+std::unique_ptr<CompiledModel> fp32_model(const std::string& name) {
+  CompileOptions o;
+  o.threads = 2;
+  return CompiledModel::compile(build_zoo_model(name), o);
+}
+
+double cosine(const Tensor& a, const Tensor& b) {
+  double d = 0, na = 0, nb = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    d += double(a.data<float>()[i]) * b.data<float>()[i];
+    na += double(a.data<float>()[i]) * a.data<float>()[i];
+    nb += double(b.data<float>()[i]) * b.data<float>()[i];
+  }
+  return d / std::sqrt(na * nb);
+}
+
+int count_ops(const Graph& g, const std::string& op) {
+  int n = 0;
+  for (auto& node : g.nodes) n += node.op == op;
+  return n;
+}
+
+std::string tmp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("lowbit_test_" + std::to_string(::getpid()) + name)).string();
+}
+
+}  // namespace
+
+TEST(Quantize, Resnet18Int8TracksFp32OnUnseenInputs) {
+  auto fp32 = fp32_model("resnet18");
+  CompileOptions o;
+  o.threads = 2;
+  QuantizeOptions q;
+  q.synthetic_samples = 4;
+  QuantizedBuild b = build_quantized(*fp32, o, q, SlowPolicy::fp32);
+  // Every conv and the classifier run quantized; the only fp32 boundary ops are at the edges.
+  EXPECT_EQ(count_ops(b.model->graph(), "Conv"), 0);
+  EXPECT_EQ(count_ops(b.model->graph(), "QConv"), 20);
+  EXPECT_EQ(count_ops(b.model->graph(), "QGemm"), 1);
+  for (uint64_t seed = 900; seed < 903; ++seed) {  // calibration used seeds 1000..1003
+    auto in = synthetic_inputs(fp32->graph(), seed);
+    EXPECT_GT(cosine(fp32->run(in)[0], b.model->run(in)[0]), 0.99) << "seed " << seed;
+  }
+}
+
+TEST(Quantize, SameInputsGiveTheSameArtifactByteForByte) {
+  auto fp32 = fp32_model("resnet18");
+  CompileOptions o;
+  QuantizeOptions q;
+  q.synthetic_samples = 2;
+  std::string a = tmp_path("a.lbm"), b = tmp_path("b.lbm");
+  save_artifact(a, build_quantized(*fp32, o, q, SlowPolicy::fp32).graph, "{}");
+  save_artifact(b, build_quantized(*fp32, o, q, SlowPolicy::fp32).graph, "{}");
+  std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+  std::string sa((std::istreambuf_iterator<char>(fa)), {}), sb((std::istreambuf_iterator<char>(fb)), {});
+  EXPECT_FALSE(sa.empty());
+  EXPECT_TRUE(sa == sb);
+  std::filesystem::remove(a);
+  std::filesystem::remove(b);
+}
+
+TEST(Artifact, RoundTripRunsIdenticallyAndIsFourTimesSmaller) {
+  auto fp32 = fp32_model("resnet18");
+  CompileOptions o;
+  o.threads = 1;
+  QuantizeOptions q;
+  q.synthetic_samples = 2;
+  QuantizedBuild b = build_quantized(*fp32, o, q, SlowPolicy::fp32);
+  std::string path = tmp_path("rt.lbm");
+  save_artifact(path, b.graph, R"({"precision":"int8"})");
+  Artifact a = load_artifact(path);
+  EXPECT_THAT(a.metadata_json, HasSubstr("int8"));
+  auto loaded = CompiledModel::compile(std::move(a.graph), o);
+  auto in = synthetic_inputs(fp32->graph(), 7);
+  Tensor x = b.model->run(in)[0], y = loaded->run(in)[0];
+  ASSERT_EQ(x.nbytes(), y.nbytes());
+  EXPECT_EQ(0, std::memcmp(x.raw(), y.raw(), size_t(x.nbytes())));
+  EXPECT_GT(double(fp32->weight_bytes()) / double(std::filesystem::file_size(path)), 3.9);
+  std::filesystem::remove(path);
+}
+
+TEST(Artifact, TruncatedOrCorruptIsAClearError) {
+  auto fp32 = fp32_model("resnet18");
+  std::string path = tmp_path("bad.lbm");
+  save_artifact(path, fp32->graph(), "{}");
+  auto size = std::filesystem::file_size(path);
+  {
+    std::string bytes;
+    std::ifstream f(path, std::ios::binary);
+    bytes.assign((std::istreambuf_iterator<char>(f)), {});
+    bytes[size / 2] ^= 0x5a;
+    std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), std::streamsize(bytes.size()));
+  }
+  try {
+    load_artifact(path);
+    FAIL() << "corrupt artifact loaded";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("checksum mismatch"));
+  }
+  std::filesystem::resize_file(path, size / 3);
+  try {
+    load_artifact(path);
+    FAIL() << "truncated artifact loaded";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("truncated"));
+    EXPECT_THAT(e.what(), HasSubstr(path));
+  }
+  std::filesystem::resize_file(path, 10);
+  EXPECT_THROW(load_artifact(path), Error);
+  std::filesystem::remove(path);
+}
+
+// The study behind lowbit: int8 on a target without SIMD int8 kernels must not silently run
+// slower. Default: kept fp32 with a warning; error: refused at compile time, naming nodes.
+TEST(Guard, TargetWithoutSimdInt8KeepsFp32OrRefuses) {
+  auto fp32 = fp32_model("resnet18");
+  CompileOptions o;
+  o.target = parse_target("x86-64");
+  o.allow_foreign_target = true;
+  QuantizeOptions q;
+  q.synthetic_samples = 1;
+  QuantizedBuild b = build_quantized(*fp32, o, q, SlowPolicy::fp32);
+  EXPECT_GE(b.slow.size(), 20u);
+  EXPECT_EQ(count_ops(b.model->graph(), "QConv"), 0);
+  EXPECT_EQ(count_ops(b.model->graph(), "Conv"), 20);
+  try {
+    build_quantized(*fp32, o, q, SlowPolicy::error);
+    FAIL() << "--on-slow=error compiled";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("layer1.0.conv1"));
+    EXPECT_THAT(e.what(), HasSubstr("lacks avx2"));
+  }
+  QuantizedBuild allowed = build_quantized(*fp32, o, q, SlowPolicy::allow);
+  EXPECT_EQ(count_ops(allowed.model->graph(), "QConv"), 20);
+}
+
+TEST(Guard, HostWithAvx2RunsEveryConvQuantized) {
+  if (!host_target().has(Feature::avx2)) GTEST_SKIP() << "host lacks avx2";
+  auto fp32 = fp32_model("resnet18");
+  CompileOptions o;
+  o.target = parse_target("x86-64-v3");
+  QuantizeOptions q;
+  q.synthetic_samples = 1;
+  QuantizedBuild b = build_quantized(*fp32, o, q, SlowPolicy::fp32);
+  for (const SlowNode& s : b.slow) EXPECT_NE(s.op, "QConv") << s.node;
+  EXPECT_EQ(count_ops(b.model->graph(), "QConv"), 20);
+  for (const Step& s : b.model->steps()) {
+    const Node& n = b.model->graph().nodes[size_t(s.node)];
+    if (n.op == "QConv") {
+      EXPECT_THAT(s.choice.chosen->name, HasSubstr("avx2")) << n.name;
+    }
+  }
+}
