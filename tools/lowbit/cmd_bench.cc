@@ -41,6 +41,17 @@ Stats stats_of(std::vector<double> v) {
   return s;
 }
 
+std::vector<double> time_runs(CompiledModel& m, const std::vector<Tensor>& in, int warmup, int runs) {
+  for (int i = 0; i < warmup; ++i) m.run(in);
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    m.run(in);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return ms;
+}
+
 }  // namespace
 
 void register_bench(CLI::App& app) {
@@ -58,7 +69,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--json", o->json, "also write the results as JSON to this file");
   cmd->add_flag("--profile", o->profile, "per-layer table sorted by time, with MACs and GFLOP/s");
   cmd->callback([o] {
-    auto model = compile_model(o->m);
+    BuiltModel built = build_model(o->m);
+    auto& model = built.model;
+    const std::string precision = built.precision;
     const Graph& g = model->graph();
     auto in = random_inputs(g);
     for (int i = 0; i < o->warmup; ++i) model->run(in);
@@ -78,7 +91,7 @@ void register_bench(CLI::App& app) {
     Stats s = stats_of(ms);
     int64_t macs = 0;
     for (auto& st : model->steps()) macs += st.macs;
-    std::printf("model %s  precision %s  target %s [%s]  threads %d\n", o->m.model.c_str(), o->m.precision.c_str(),
+    std::printf("model %s  precision %s  target %s [%s]  threads %d\n", o->m.model.c_str(), precision.c_str(),
                 model->target().name.c_str(), model->target().feature_string().c_str(), model->threads());
     std::printf("compile %.0f ms  weights %s  peak activations %s  %.2f GMACs\n", model->compile_ms(),
                 human_bytes(model->weight_bytes()).c_str(), human_bytes(model->peak_activation_bytes()).c_str(),
@@ -106,9 +119,31 @@ void register_bench(CLI::App& app) {
                           {"macs", st.macs}, {"gflops", gf}});
       }
     }
+    // A quantized model is only worth it if it beats fp32: measure both here, side by side.
+    nlohmann::json vs_fp32;
+    if (precision == "int8" && built.graph.name != "" && o->m.model.size() > 4 &&
+        o->m.model.substr(o->m.model.size() - 4) == ".lbm") {
+      std::printf("\n(int8 artifact: run `lowbit bench SOURCE --precision int8` to compare against fp32 in one run)\n");
+    } else if (precision == "int8") {
+      ModelOptions f = o->m;
+      f.precision = "fp32";
+      auto fp = compile_model(f);
+      int runs = std::min(o->runs, 30);
+      Stats fs = stats_of(time_runs(*fp, in, std::min(o->warmup, 3), runs));
+      Stats qs = stats_of(time_runs(*model, in, std::min(o->warmup, 3), runs));
+      double ratio = fs.median / qs.median;
+      vs_fp32 = {{"fp32_median_ms", fs.median}, {"int8_median_ms", qs.median}, {"speedup", ratio}};
+      if (ratio >= 1.0)
+        std::printf("\nint8 vs fp32 (same run, %d runs each): int8 median %.2f ms, fp32 median %.2f ms: int8 is %.2fx faster\n",
+                    runs, qs.median, fs.median, ratio);
+      else
+        std::printf("\n!!! WARNING: int8 is SLOWER than fp32 on this machine: int8 median %.2f ms vs fp32 %.2f ms "
+                    "(%.2fx). Run `lowbit explain --precision int8` and `bench --profile` for both precisions. !!!\n",
+                    qs.median, fs.median, ratio);
+    }
     if (!o->json.empty()) {
       nlohmann::json j = {{"model", o->m.model},
-                          {"precision", o->m.precision},
+                          {"precision", precision},
                           {"target", model->target().name},
                           {"features", model->target().feature_string()},
                           {"threads", model->threads()},
@@ -126,6 +161,7 @@ void register_bench(CLI::App& app) {
                           {"peak_activation_bytes", model->peak_activation_bytes()},
                           {"weight_bytes", model->weight_bytes()}};
       if (o->profile) j["layers"] = layers;
+      if (!vs_fp32.is_null()) j["vs_fp32"] = vs_fp32;
       std::ofstream f(o->json);
       if (!f) throw Error("cannot write '" + o->json + "'");
       f << j.dump(2) << "\n";

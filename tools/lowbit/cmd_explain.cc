@@ -111,8 +111,9 @@ void register_inspect(CLI::App& app) {
   cmd->callback([o] {
     auto model = compile_model(*o, /*foreign_ok=*/true);
     const Graph& g = model->graph();
-    std::printf("%-4s %-32s %-18s %-28s %-16s %-22s %10s %11s\n", "#", "node", "op", "inputs", "outputs",
-                "dtypes", "MMACs", "weights");
+    std::printf("%-4s %-32s %-18s %-28s %-16s %-22s %-22s %10s %11s\n", "#", "node", "op", "inputs", "outputs",
+                "dtypes", "output quant", "MMACs", "weights");
+    int domain_changes = 0;
     int64_t macs = 0;
     std::map<std::string, int64_t> per_dtype;
     for (size_t i = 0; i < model->steps().size(); ++i) {
@@ -124,15 +125,29 @@ void register_inspect(CLI::App& app) {
       std::string op = n.op;
       if (n.attrs.has("act_min") || n.attrs.has("act_max")) op += "+clamp";
       if (n.op == "Conv" && n.inputs.size() > 3 && n.inputs[3] != kNoValue) op += "+add";
-      std::printf("%-4zu %-32.32s %-18.18s %-28.28s %-16.16s %-22.22s %10.1f %11s\n", i, n.name.c_str(), op.c_str(),
-                  shapes(g, n.inputs, true).c_str(), shapes(g, n.outputs, false).c_str(), signature(g, n).c_str(),
-                  static_cast<double>(s.macs) / 1e6, human_bytes(node_weight_bytes(g, n)).c_str());
+      // Domain changes are where a quantized graph pays for fp32 <-> int8 conversions.
+      bool boundary = n.op == "QuantizeLinear" || n.op == "DequantizeLinear";
+      domain_changes += boundary;
+      if (boundary) op = (n.op == "QuantizeLinear" ? ">> f32->u8 " : "<< u8->f32 ");
+      std::string quant = "-";
+      const Value& out = g.value(n.outputs[0]);
+      if (out.quant && !out.quant->scale.empty()) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%s s=%.4g z=%d", dtype_name(out.dtype), out.quant->scale[0],
+                      out.quant->zero_point.empty() ? 0 : out.quant->zero_point[0]);
+        quant = buf;
+      }
+      std::printf("%-4zu %-32.32s %-18.18s %-28.28s %-16.16s %-22.22s %-22.22s %10.1f %11s\n", i, n.name.c_str(),
+                  op.c_str(), shapes(g, n.inputs, true).c_str(), shapes(g, n.outputs, false).c_str(),
+                  signature(g, n).c_str(), quant.c_str(), static_cast<double>(s.macs) / 1e6,
+                  human_bytes(node_weight_bytes(g, n)).c_str());
     }
     std::printf("\n%zu nodes, %.3f GMACs, weights %s", model->steps().size(), static_cast<double>(macs) / 1e9,
                 human_bytes(model->weight_bytes()).c_str());
     for (auto& [dt, b] : per_dtype) std::printf("  [%s: %s]", dt.c_str(), human_bytes(b).c_str());
-    std::printf(", peak activation memory %s (%lld bytes)\n", human_bytes(model->peak_activation_bytes()).c_str(),
-                static_cast<long long>(model->peak_activation_bytes()));
+    std::printf(", peak activation memory %s (%lld bytes), %d domain change(s)\n",
+                human_bytes(model->peak_activation_bytes()).c_str(),
+                static_cast<long long>(model->peak_activation_bytes()), domain_changes);
   });
 }
 

@@ -14,6 +14,7 @@
 #include "lowbit/operators/conv2d_f32.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "lowbit/ir/op_params.h"
@@ -29,6 +30,8 @@ constexpr int64_t kMR = F32GemmKernels::kMaxMR;
 constexpr int64_t kNR = 16;
 constexpr int64_t kKcMax = 384;               // K rows per block: kc x 16 floats of B in L1
 constexpr int64_t kBBlockBytes = 192 * 1024;  // packed B of one pixel block, in L2
+constexpr int64_t kABlockBytes = 192 * 1024;  // weight rows of one K block reused across a pixel block, in L2
+constexpr int64_t kSharedBBytes = 16 << 20;   // cap on the whole-image packed B (small images only)
 
 class Conv2dIgemmF32 final : public Kernel {
  public:
@@ -85,26 +88,35 @@ class Conv2dIgemmF32 final : public Kernel {
       panels_.push_back(pan);
     }
 
-    nkb_ = ceil_div(K_, kKcMax);
+    nkb_ = ceil_div(K_, tune("KC", kKcMax));
     kc_ = ceil_div(K_, nkb_);
     const int64_t npanels = static_cast<int64_t>(panels_.size());
-    ppb_ = std::clamp<int64_t>(kBBlockBytes / (kc_ * kNR * 4), 1, npanels);
+    ppb_ = std::clamp<int64_t>(tune("BB", kBBlockBytes) / (kc_ * kNR * 4), 1, npanels);
     npb_ = ceil_div(npanels, ppb_);
     mpanels_ = ceil_div(Mg_, kMR);
-    scratch_.reserve(std::max(threads, 1), ppb_ * kc_ * kNR);
+    mcp_ = std::max<int64_t>(1, tune("AB", kABlockBytes) / (kc_ * kMR * 4));
+    // Few pixel blocks (small images): threads split the output channels instead, so pack the
+    // whole image's B once up front rather than once per task.
+    const int64_t shared_floats = p.group * nkb_ * npanels * kc_ * kNR;
+    shared_ = p.group * npb_ < tune("SH", 8) && shared_floats * 4 <= kSharedBBytes;
+    if (shared_)
+      shared_b_ = Tensor(DType::f32, {shared_floats});
+    else
+      scratch_.reserve(std::max(threads, 1), ppb_ * kc_ * kNR);
   }
 
   int64_t packed_weight_bytes() const override { return packed_.nbytes() + (bias_.empty() ? 0 : bias_.nbytes()); }
 
   void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
     const int threads = pool.size();
-    scratch_.reserve(threads, ppb_ * kc_ * kNR);
+    if (!shared_) scratch_.reserve(threads, ppb_ * kc_ * kNR);
     const float* x = in[0].as<float>();
     const float* res = in.size() > 3 && in[3].data ? in[3].as<float>() : nullptr;
     float* y = out[0].as<float>();
     // Enough tasks for the pool: split the output channels too when pixel blocks are few.
     const int64_t outer = p_.group * npb_;
     const int64_t msplit = threads == 1 || outer >= 4 * threads ? 1 : std::min(mpanels_, ceil_div(4 * threads, outer));
+    const int64_t npanels = static_cast<int64_t>(panels_.size());
     for (int64_t n = 0; n < p_.N; ++n) {
       const float* xn = x + n * p_.C * p_.H * p_.W;
       if (pad_) {
@@ -116,11 +128,18 @@ class Conv2dIgemmF32 final : public Kernel {
         });
         xn = pd;
       }
+      if (shared_) {
+        pool.parallel_for(p_.group * nkb_ * npanels, [&](int64_t t, int) {
+          const int64_t i = t % npanels, kb = (t / npanels) % nkb_, g = t / (npanels * nkb_);
+          pack_panel(g, kb, i, xn, shared_b_.data<float>() + t * kc_ * kNR);
+        });
+      }
       const float* rn = res ? res + n * p_.M * OHW_ : nullptr;
       float* yn = y + n * p_.M * OHW_;
       pool.parallel_for(outer * msplit, [&](int64_t t, int thread) {
         const int64_t ms = t % msplit, pb = (t / msplit) % npb_, g = t / (msplit * npb_);
-        tile_block(g, pb, mpanels_ * ms / msplit, mpanels_ * (ms + 1) / msplit, xn, rn, yn, scratch_.get(thread));
+        tile_block(g, pb, mpanels_ * ms / msplit, mpanels_ * (ms + 1) / msplit, xn, rn, yn,
+                   shared_ ? nullptr : scratch_.get(thread));
       });
     }
   }
@@ -131,40 +150,61 @@ class Conv2dIgemmF32 final : public Kernel {
     int32_t nr, nvalid, run_begin, run_end;
   };
 
+  static int64_t tune(const char* what, int64_t def) {
+    std::string name = std::string("LOWBIT_IGEMM_") + what;
+    const char* v = std::getenv(name.c_str());
+    return v ? std::atoll(v) : def;
+  }
+
+  // Rows [kb * kc, +kc) of pixel panel i of group g, packed kc x nr.
+  void pack_panel(int64_t g, int64_t kb, int64_t i, const float* x, float* b) const {
+    const Panel& pan = panels_[static_cast<size_t>(i)];
+    const int64_t k0 = kb * kc_;
+    ks_.im2col(static_cast<size_t>(std::min(kc_, K_ - k0)), x + g * Cg_ * PH_ * PW_, koff_.data() + k0,
+               runs_.data() + pan.run_begin, static_cast<size_t>(pan.run_end - pan.run_begin),
+               static_cast<size_t>(p_.SW), static_cast<size_t>(pan.nr), b);
+  }
+
+  // Output channel panels [mp0, mp1) x pixel block pb of group g. bbuf: this thread's B block,
+  // or nullptr in shared mode.
   void tile_block(int64_t g, int64_t pb, int64_t mp0, int64_t mp1, const float* x, const float* res, float* y,
                   float* bbuf) const {
-    const int64_t pan0 = pb * ppb_, pan1 = std::min<int64_t>(static_cast<int64_t>(panels_.size()), pan0 + ppb_);
-    const float* xg = x + g * Cg_ * PH_ * PW_;
+    const int64_t npanels = static_cast<int64_t>(panels_.size());
+    const int64_t pan0 = pb * ppb_, pan1 = std::min(npanels, pan0 + ppb_);
     const float* packed = packed_.data<float>();
     const float* bias = bias_.empty() ? nullptr : bias_.data<float>();
     for (int64_t kb = 0; kb < nkb_; ++kb) {
       const int64_t k0 = kb * kc_, kc = std::min(kc_, K_ - k0);
-      for (int64_t i = pan0; i < pan1; ++i) {
-        const Panel& pan = panels_[static_cast<size_t>(i)];
-        ks_.im2col(static_cast<size_t>(kc), xg, koff_.data() + k0, runs_.data() + pan.run_begin,
-                   static_cast<size_t>(pan.run_end - pan.run_begin), static_cast<size_t>(p_.SW),
-                   static_cast<size_t>(pan.nr), bbuf + (i - pan0) * kc_ * kNR);
+      const float* bblk;
+      if (bbuf) {
+        for (int64_t i = pan0; i < pan1; ++i) pack_panel(g, kb, i, x, bbuf + (i - pan0) * kc_ * kNR);
+        bblk = bbuf - pan0 * kc_ * kNR;
+      } else {
+        bblk = shared_b_.data<float>() + (g * nkb_ + kb) * npanels * kc_ * kNR;
       }
       F32GemmEpilogue e;
       const bool first = kb == 0, last = kb == nkb_ - 1;
       if (last) e.min = p_.act_min, e.max = p_.act_max;
-      for (int64_t i = pan0; i < pan1; ++i) {
-        const Panel& pan = panels_[static_cast<size_t>(i)];
-        const float* b = bbuf + (i - pan0) * kc_ * kNR;
-        const F32GemmUkernel* table = pan.nr == 16 ? ks_.nr16 : ks_.nr8;
-        for (int64_t mp = mp0; mp < mp1; ++mp) {
-          const int64_t m = g * Mg_ + mp * kMR, mr = std::min(kMR, Mg_ - mp * kMR);
-          float* c = y + m * OHW_ + pan.p0;
-          if (first) {
-            e.init = res ? res + m * OHW_ + pan.p0 : nullptr;
-            e.row_bias = bias ? bias + m : nullptr;
-          } else {
-            e.init = c;
-            e.row_bias = nullptr;
+      e.ld_init = static_cast<size_t>(OHW_);
+      // Weight panels in blocks of mcp_ (kept in L2) against each B panel of the block (in L1).
+      for (int64_t mb = mp0; mb < mp1; mb += mcp_) {
+        for (int64_t i = pan0; i < pan1; ++i) {
+          const Panel& pan = panels_[static_cast<size_t>(i)];
+          const float* b = bblk + i * kc_ * kNR;
+          const F32GemmUkernel* table = pan.nr == 16 ? ks_.nr16 : ks_.nr8;
+          for (int64_t mp = mb; mp < std::min(mp1, mb + mcp_); ++mp) {
+            const int64_t m = g * Mg_ + mp * kMR, mr = std::min(kMR, Mg_ - mp * kMR);
+            float* c = y + m * OHW_ + pan.p0;
+            if (first) {
+              e.init = res ? res + m * OHW_ + pan.p0 : nullptr;
+              e.row_bias = bias ? bias + m : nullptr;
+            } else {
+              e.init = c;
+              e.row_bias = nullptr;
+            }
+            table[mr](static_cast<size_t>(pan.nvalid), static_cast<size_t>(kc), packed + m * K_ + k0 * mr, b, c,
+                      static_cast<size_t>(OHW_), e);
           }
-          e.ld_init = static_cast<size_t>(OHW_);
-          table[mr](static_cast<size_t>(pan.nvalid), static_cast<size_t>(kc), packed + m * K_ + k0 * mr, b, c,
-                    static_cast<size_t>(OHW_), e);
         }
       }
     }
@@ -177,8 +217,9 @@ class Conv2dIgemmF32 final : public Kernel {
   std::vector<int64_t> koff_;
   std::vector<Panel> panels_;
   std::vector<F32Im2colRun> runs_;
-  int64_t kc_ = 0, nkb_ = 0, ppb_ = 0, npb_ = 0, mpanels_ = 0;
-  Tensor packed_, bias_, padded_;
+  int64_t kc_ = 0, nkb_ = 0, ppb_ = 0, npb_ = 0, mpanels_ = 0, mcp_ = 0;
+  bool shared_ = false;
+  Tensor packed_, bias_, padded_, shared_b_;
   ops::ThreadScratch scratch_;
 };
 
