@@ -192,6 +192,8 @@ std::vector<ConvCase> conv_cases() {
   v.push_back({.C = 64, .H = 56, .W = 56, .M = 64, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .act_min = 0});
   v.push_back({.C = 128, .H = 7, .W = 7, .M = 33, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .residual = true,
                .act_min = 0, .act_max = 6});  // K = 1152: 3 K blocks with residual and clamp
+  v.push_back({.C = 128, .H = 10, .W = 10, .M = 160, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .residual = true,
+               .act_min = 0});  // 27 channel panels: more than one weight block per K block
   v.push_back({.C = 17, .H = 15, .W = 13, .M = 19, .KH = 3, .KW = 3, .SH = 2, .SW = 1, .pads = {1, 0, 1, 0}});
   v.push_back({.C = 4, .H = 12, .W = 12, .M = 5, .KH = 3, .KW = 3, .SH = 3, .SW = 3, .pads = {1, 1, 1, 1}});
   // 7x7 stride 2 (ResNet stem), 5x5, non-square kernels.

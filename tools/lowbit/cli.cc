@@ -29,6 +29,7 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("--calib-data", o.calib_data, "int8: folder of .npy calibration inputs (default: seeded synthetic)");
   cmd.add_option("--on-slow", o.on_slow, "int8 node without a fast kernel: fp32 (keep fp32, warn), error, allow")
       ->check(CLI::IsMember({"fp32", "error", "allow"}));
+  cmd.add_flag("--autotune", o.autotune, "time every applicable kernel per node on this host and keep the fastest");
 }
 
 std::vector<std::vector<Tensor>> load_samples(const std::string& dir, const Graph& g, int limit) {
@@ -60,6 +61,7 @@ BuiltModel build_model(const ModelOptions& o, bool foreign_ok) {
   opts.threads = o.threads;
   opts.optimize = !o.no_optimize;
   opts.allow_foreign_target = foreign_ok;
+  opts.autotune = o.autotune;
   BuiltModel b;
   b.precision = o.precision;
   if (is_artifact_file(o.model)) {
@@ -81,6 +83,7 @@ BuiltModel build_model(const ModelOptions& o, bool foreign_ok) {
   fopts.target = host_target();
   fopts.allow_foreign_target = false;
   fopts.optimize = true;
+  fopts.autotune = false;
   auto fp32 = CompiledModel::compile(std::move(g), fopts);
   QuantizeOptions q;
   q.method = parse_calibration_method(o.calibration);

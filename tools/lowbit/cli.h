@@ -23,6 +23,7 @@ struct ModelOptions {
   int calib_samples = 8;
   std::string calib_data;
   std::string on_slow = "fp32";
+  bool autotune = false;
 };
 
 struct BuiltModel {

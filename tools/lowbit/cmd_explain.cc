@@ -53,13 +53,14 @@ void register_explain(CLI::App& app) {
   add_model_options(*cmd, o->m);
   cmd->add_option("--json", o->json, "write the explanation as JSON to this file ('-' for stdout)");
   cmd->callback([o] {
-    auto model = compile_model(o->m, /*foreign_ok=*/true);
+    BuiltModel built = build_model(o->m, /*foreign_ok=*/true);
+    auto& model = built.model;
     const Graph& g = model->graph();
     nlohmann::json nodes = nlohmann::json::array();
     bool text = o->json != "-";
     if (text)
       std::printf("target %s [%s]  precision %s\n", model->target().name.c_str(),
-                  model->target().feature_string().c_str(), o->m.precision.c_str());
+                  model->target().feature_string().c_str(), built.precision.c_str());
     std::map<std::string, int> histogram;
     for (const Step& s : model->steps()) {
       const Node& n = g.nodes[static_cast<size_t>(s.node)];
@@ -91,7 +92,7 @@ void register_explain(CLI::App& app) {
       nlohmann::json j = {{"model", o->m.model},
                           {"target", model->target().name},
                           {"features", model->target().feature_string()},
-                          {"precision", o->m.precision},
+                          {"precision", built.precision},
                           {"nodes", nodes}};
       if (o->json == "-") {
         std::cout << j.dump(2) << "\n";

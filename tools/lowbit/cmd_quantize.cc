@@ -44,11 +44,13 @@ void register_quantize(CLI::App& app) {
     nlohmann::json slow = nlohmann::json::array();
     for (auto& s : b.slow) slow.push_back({{"node", s.node}, {"reason", s.reason}});
     meta["kept_fp32"] = slow;
-    save_artifact(o->out, b.graph, meta.dump());
+    meta["autotuned"] = m.autotune;
+    // The compiled graph: optimised, quantized, and with the kernels --autotune pinned.
+    save_artifact(o->out, b.model->graph(), meta.dump());
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     int64_t fp32_bytes = 0, total = 0;
     std::map<std::string, int64_t> per;
-    for (const Value& v : b.graph.values)
+    for (const Value& v : b.model->graph().values)
       if (v.constant) per[dtype_name(v.dtype)] += v.constant->nbytes(), total += v.constant->nbytes();
     (void)fp32_bytes;
     std::printf("wrote %s (%s) in %.1f s: weights %s", o->out.c_str(),

@@ -65,30 +65,39 @@ const KernelCandidate* find_candidate(std::string_view name) {
   return nullptr;
 }
 
+std::string candidate_rejection(const KernelCandidate& c, const NodeContext& ctx) {
+  if (!c.features.empty() && c.arch != ctx.target.arch)
+    return std::string("needs ") + (c.arch == Arch::x86_64 ? "x86-64" : "aarch64") + ": target is " +
+           (ctx.target.arch == Arch::x86_64 ? "x86-64" : "aarch64");
+  std::string lacking;
+  for (Feature f : c.features)
+    if (!ctx.target.has(f)) lacking += (lacking.empty() ? "" : ", ") + std::string(feature_name(f));
+  if (!lacking.empty()) return "needs " + join_features(c.features) + ": target " + ctx.target.name + " lacks " + lacking;
+  return c.check(ctx);
+}
+
 Choice select_kernel(const NodeContext& ctx) {
   Choice choice;
+  const std::string pinned = ctx.node.attrs.get_string(kPinnedKernelAttr, "");
+  const KernelCandidate* pin = nullptr;
+  if (!pinned.empty())
+    for (const KernelCandidate* c : candidates_for(ctx.node.op))
+      if (c->name == pinned && candidate_rejection(*c, ctx).empty()) pin = c;
+  if (pin) choice.chosen = pin;
   for (const KernelCandidate* c : candidates_for(ctx.node.op)) {
-    std::string reason;
-    bool portable = c->features.empty();
-    if (!portable && c->arch != ctx.target.arch) {
-      reason = std::string("needs ") + (c->arch == Arch::x86_64 ? "x86-64" : "aarch64") + ": target is " +
-               (ctx.target.arch == Arch::x86_64 ? "x86-64" : "aarch64");
-    } else {
-      std::string lacking;
-      for (Feature f : c->features)
-        if (!ctx.target.has(f)) lacking += (lacking.empty() ? "" : ", ") + std::string(feature_name(f));
-      if (!lacking.empty())
-        reason = "needs " + join_features(c->features) + ": target " + ctx.target.name + " lacks " + lacking;
-      else
-        reason = c->check(ctx);
-    }
-    if (reason.empty() && choice.chosen)
-      reason = "applies, but ranked below " + choice.chosen->name;
+    if (c == pin) continue;
+    std::string reason = candidate_rejection(*c, ctx);
+    if (reason.empty() && pin) reason = "applies, but autotuning pinned " + pin->name + " for this node";
+    if (reason.empty() && choice.chosen) reason = "applies, but ranked below " + choice.chosen->name;
     if (reason.empty())
       choice.chosen = c;
     else
       choice.rejected.push_back({c, reason});
   }
+  if (!pinned.empty() && !pin)
+    choice.rejected.insert(choice.rejected.begin(),
+                           {find_candidate(pinned) ? find_candidate(pinned) : choice.chosen,
+                            "pinned kernel '" + pinned + "' does not apply on target " + ctx.target.name});
   if (!choice.chosen) {
     std::string why;
     for (auto& r : choice.rejected) why += "\n  " + r.candidate->name + ": " + r.reason;

@@ -49,9 +49,15 @@ struct Choice {
 std::vector<const KernelCandidate*> candidates_for(std::string_view op);
 const std::vector<KernelCandidate>& all_candidates();
 // Picks the first candidate whose features the target has and whose check passes; records why
-// each other candidate lost. Throws lowbit::Error naming the node if none applies.
+// each other candidate lost. A node attribute `kernel` (set by --autotune, kept in artifacts)
+// pins a candidate by name when it applies. Throws lowbit::Error naming the node if none applies.
 Choice select_kernel(const NodeContext& ctx);
 // Candidate by exact name (LOWBIT_KERNEL overrides, autotune, artifacts); nullptr if unknown.
 const KernelCandidate* find_candidate(std::string_view name);
+// "" when `c` can run the node on the target, otherwise why not (missing features, check).
+std::string candidate_rejection(const KernelCandidate& c, const NodeContext& ctx);
+
+// The node attribute that pins a kernel.
+inline constexpr const char* kPinnedKernelAttr = "kernel";
 
 }  // namespace lowbit

@@ -53,6 +53,7 @@ QuantizedBuild build_quantized(CompiledModel& fp32, const CompileOptions& opts, 
   std::vector<Range> ranges = calibrate_model(fp32, qopts);
   CompileOptions copts = opts;
   copts.allow_foreign_target = true;  // the guard inspects dispatch; running is checked below
+  copts.autotune = false;             // tune once, on the final graph
   for (int round = 0; round < 4; ++round) {
     b.graph = quantize_graph(fp32.graph(), ranges, qopts.keep_fp32);
     b.model = CompiledModel::compile(b.graph, copts);
@@ -66,6 +67,7 @@ QuantizedBuild build_quantized(CompiledModel& fp32, const CompileOptions& opts, 
       for (auto& s : slow) b.slow.push_back(s);  // nodes that became slow once a neighbour stayed fp32
     if (qopts.keep_fp32.size() == before) break;
   }
+  if (opts.autotune) b.model = CompiledModel::compile(b.graph, opts);
   if (!opts.allow_foreign_target) {
     std::string lacking = host_target().missing(opts.target);
     if (!lacking.empty())

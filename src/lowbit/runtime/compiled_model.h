@@ -19,6 +19,9 @@ struct CompileOptions {
   int threads = 0;        // 0: all cores
   bool optimize = true;   // run the graph passes (folding, fusion); false: execute the graph as imported
   bool allow_foreign_target = false;  // compile for a target the host cannot run (explain/inspect only)
+  // Time every applicable SIMD candidate per node on this host and pin the fastest (node
+  // attribute `kernel`, which artifacts keep).
+  bool autotune = false;
 };
 
 struct Step {
@@ -68,6 +71,7 @@ class CompiledModel {
   int64_t arena_bytes_ = 0;
   Tensor arena_;
   double compile_ms_ = 0;
+  void autotune();
 };
 
 }  // namespace lowbit
