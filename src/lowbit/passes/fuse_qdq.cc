@@ -6,6 +6,7 @@
 //   3. DQ -> Conv / Gemm / MatMul / Add [-> Relu / Clip] -> Q, DQ -> GlobalAveragePool -> Q,
 //      QLinearConv and QLinearMatMul become QConv / QGemm / QAdd / u8 pooling.
 // What cannot be converted exactly stays as imported, with the reason in attribute `qdq_unfused`.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -47,7 +48,7 @@ class QdqFuser {
   void run() {
     probe_ = g_;
     validate_and_fold_constants(probe_);  // shapes, dtypes and the values of constant subgraphs
-    for (size_t v = 0; v < g_.values.size(); ++v) {
+    for (size_t v = 0; v < g_.values.size() && v < probe_.values.size(); ++v) {
       Value& val = g_.values[v];
       const Value& p = probe_.values[v];
       if (val.constant) continue;
@@ -170,7 +171,7 @@ class QdqFuser {
           if (u.inputs[k] != y) continue;
           int zi = zp_input_for(u, k);
           if (zi < 0) ok = false;
-          else zps.push_back({c, zi});
+          else if (std::find(zps.begin(), zps.end(), std::pair<NodeId, int>{c, zi}) == zps.end()) zps.push_back({c, zi});
         }
       }
       for (auto [n, zi] : zps) {
@@ -626,7 +627,12 @@ bool verbose_qdq() {
 
 int fuse_qdq(Graph& g, QdqStats* stats) {
   bool any = false;
-  for (const Node& n : g.nodes) any |= is_qdq_op(n.op);
+  for (const Node& n : g.nodes) {
+    // A graph quantized by lowbit itself is already in its final form: its remaining Q/DQ nodes
+    // surround ops the guard deliberately kept in fp32.
+    if (n.op == "QConv" || n.op == "QGemm" || n.op == "QAdd") return 0;
+    any |= is_qdq_op(n.op);
+  }
   if (!any) return 0;
   QdqStats local;
   QdqStats& st = stats ? *stats : local;

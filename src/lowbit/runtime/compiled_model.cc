@@ -8,6 +8,7 @@
 #include "lowbit/common/error.h"
 #include "lowbit/ir/op_params.h"
 #include "lowbit/passes/passes.h"
+#include "lowbit/passes/qdq.h"
 
 namespace lowbit {
 namespace {
@@ -47,6 +48,7 @@ std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const Compile
       throw Error("target '" + opts.target.name + "' needs " + lacking +
                   ", which this CPU lacks: it can be explained, inspected or saved here, not run");
   }
+  if (opts.optimize) fuse_qdq(graph);  // before folding turns DequantizeLinear(i8 weights) into fp32
   validate_and_fold_constants(graph);
   if (opts.optimize) {
     remove_identities(graph);
