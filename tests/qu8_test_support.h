@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -31,12 +32,13 @@ struct ConvCase {
   uint32_t seed = 1;
 
   std::string str() const {
-    auto s = [](int64_t v) { return std::to_string(v); };
-    return "N" + s(N) + " C" + s(C) + " " + s(H) + "x" + s(W) + " M" + s(M) + " k" + s(KH) + "x" + s(KW) + " s" + s(SH) +
-           "x" + s(SW) + " d" + s(DH) + "x" + s(DW) + " g" + s(group) + " pads " + s(pads[0]) + "," + s(pads[1]) + "," +
-           s(pads[2]) + "," + s(pads[3]) + (bias ? " bias" : "") + (residual ? " res" : "") +
-           (std::isfinite(act_min) ? " min" : "") + (std::isfinite(act_max) ? " max" : "") + " zpx" + s(zp_x) +
-           " zpy" + s(zp_y) + " fill" + s(static_cast<int>(fill)) + " seed" + s(seed);
+    std::ostringstream o;  // (operator+ chains trip GCC 12's -Wrestrict false positive at -O3)
+    o << "N" << N << " C" << C << " " << H << "x" << W << " M" << M << " k" << KH << "x" << KW << " s" << SH << "x"
+      << SW << " d" << DH << "x" << DW << " g" << group << " pads " << pads[0] << "," << pads[1] << "," << pads[2]
+      << "," << pads[3] << (bias ? " bias" : "") << (residual ? " res" : "") << (std::isfinite(act_min) ? " min" : "")
+      << (std::isfinite(act_max) ? " max" : "") << " zpx" << zp_x << " zpy" << zp_y << " fill" << static_cast<int>(fill)
+      << " seed" << seed;
+    return o.str();
   }
 };
 

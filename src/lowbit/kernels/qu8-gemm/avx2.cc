@@ -31,6 +31,7 @@ void gemm_tile(size_t nc, size_t kg, const void* a_, const void* b_, uint8_t* c,
       acc[r][v] = e.first ? (e.row_init ? _mm256_set1_epi32(e.row_init[r]) : _mm256_setzero_si256())
                           : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e.partial + r * NR + v * 8));
 
+  #pragma GCC unroll 2
   for (size_t k = 0; k < kg; ++k) {
     __m256i bv[NV];
     #pragma GCC unroll 2
