@@ -33,6 +33,9 @@ struct KernelCandidate {
   // "" when the candidate can run this node, otherwise the reason it cannot ("stride 3 unsupported").
   std::string (*check)(const NodeContext&) = nullptr;
   std::unique_ptr<Kernel> (*create)(const NodeContext&) = nullptr;
+  // Names of the micro-kernel functions it runs (unique, ISA-suffixed: "f32_gemm_6x16__avx2"),
+  // so `inspect --kernels` can find them in the binary and count their key instructions.
+  std::vector<std::string> ukernels = {};
 };
 
 struct Rejection {
