@@ -50,14 +50,16 @@ node "$HERE/ort_bench.mjs" "$MODEL" --input "$WORK/resnet50/in.npy" --output "$W
   --warmup 0 --runs 0 >/dev/null
 "$PY" "$ROOT/tests/python/compare_npy.py" "$WORK/resnet50/ref.npy" "$WORK/resnet50/ort_out.npy" --label "ORT vs PyTorch"
 "$LOWBIT" run "$MODEL" --input "$WORK/resnet50/in.npy" --output "$WORK/resnet50/lowbit_out.npy"
-"$PY" "$ROOT/tests/python/compare_npy.py" "$WORK/resnet50/ref.npy" "$WORK/resnet50/lowbit_out.npy" --label "lowbit vs PyTorch"
+"$PY" "$ROOT/tests/python/compare_npy.py" "$WORK/resnet50/ref.npy" "$WORK/resnet50/lowbit_out.npy" \
+  --label "lowbit vs PyTorch"
 
 peak=${F32_PEAK_GFLOPS:-}
 if [[ -z $peak && -x $PEAK_BIN ]]; then
   echo "== $PEAK_BIN"
   "$PEAK_BIN" | tee "$WORK/f32_peak.txt"
   # Accept either JSON ("gflops": N) or text ("N GFLOP/s"); the first figure is the 1-core peak.
-  peak=$(grep -oE '"(peak_)?gflops"[[:space:]]*:[[:space:]]*[0-9.]+' "$WORK/f32_peak.txt" | head -1 | grep -oE '[0-9.]+$' ||
+  peak=$(grep -oE '"(peak_)?gflops"[[:space:]]*:[[:space:]]*[0-9.]+' "$WORK/f32_peak.txt" |
+           head -1 | grep -oE '[0-9.]+$' ||
          grep -oiE '[0-9]+(\.[0-9]+)?[[:space:]]*GFLOP/?s' "$WORK/f32_peak.txt" | head -1 | grep -oE '^[0-9.]+' || true)
   [[ -n $peak ]] || echo "(could not read a GFLOP/s figure from f32_peak's output)"
 fi

@@ -52,7 +52,8 @@ function writeNpy(path, dims, data) {
   pre[6] = 1;
   pre[7] = 0;
   pre.writeUInt16LE(header.length, 8);
-  fs.writeFileSync(path, Buffer.concat([pre, Buffer.from(header, 'latin1'), Buffer.from(data.buffer, data.byteOffset, data.byteLength)]));
+  const body = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  fs.writeFileSync(path, Buffer.concat([pre, Buffer.from(header, 'latin1'), body]));
 }
 
 function percentile(sorted, p) {

@@ -3,9 +3,12 @@
 set -euo pipefail
 pkgs=(g++ cmake ninja-build pkg-config libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
       libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libsimde-dev
-      python3-numpy python3-torch python3-torchvision python3-onnx binutils nodejs npm)
+      python3-numpy python3-torch python3-torchvision python3-onnx binutils nodejs npm libstb-dev imagemagick
+      fonts-dejavu-core)
 missing=()
 for p in "${pkgs[@]}"; do
+  # NodeSource's nodejs bundles npm and conflicts with Debian's npm package.
+  [[ $p == npm ]] && command -v npm >/dev/null && continue
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then

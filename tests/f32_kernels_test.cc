@@ -57,9 +57,12 @@ struct OneNode {
   std::vector<TensorView> in_views() const {
     std::vector<TensorView> v;
     for (ValueId id : n().inputs) {
-      if (id == kNoValue) v.push_back(TensorView{});
-      else if (const Tensor* c = g.constant(id)) v.push_back(c->view());
-      else v.push_back(runtime.at(id).view());
+      if (id == kNoValue)
+        v.push_back(TensorView{});
+      else if (const Tensor* c = g.constant(id))
+        v.push_back(c->view());
+      else
+        v.push_back(runtime.at(id).view());
     }
     return v;
   }
@@ -190,30 +193,75 @@ std::vector<ConvCase> conv_cases() {
   v.push_back({.C = 3, .H = 1, .W = 1, .M = 5, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}});
   v.push_back({.C = 3, .H = 2, .W = 3, .M = 6, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .residual = true});
   v.push_back({.C = 64, .H = 56, .W = 56, .M = 64, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .act_min = 0});
-  v.push_back({.C = 128, .H = 7, .W = 7, .M = 33, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .residual = true,
-               .act_min = 0, .act_max = 6});  // K = 1152: 3 K blocks with residual and clamp
-  v.push_back({.C = 128, .H = 10, .W = 10, .M = 160, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .residual = true,
+  v.push_back({.C = 128,
+               .H = 7,
+               .W = 7,
+               .M = 33,
+               .KH = 3,
+               .KW = 3,
+               .pads = {1, 1, 1, 1},
+               .residual = true,
+               .act_min = 0,
+               .act_max = 6});  // K = 1152: 3 K blocks with residual and clamp
+  v.push_back({.C = 128,
+               .H = 10,
+               .W = 10,
+               .M = 160,
+               .KH = 3,
+               .KW = 3,
+               .pads = {1, 1, 1, 1},
+               .residual = true,
                .act_min = 0});  // 27 channel panels: more than one weight block per K block
   v.push_back({.C = 17, .H = 15, .W = 13, .M = 19, .KH = 3, .KW = 3, .SH = 2, .SW = 1, .pads = {1, 0, 1, 0}});
   v.push_back({.C = 4, .H = 12, .W = 12, .M = 5, .KH = 3, .KW = 3, .SH = 3, .SW = 3, .pads = {1, 1, 1, 1}});
   // 7x7 stride 2 (ResNet stem), 5x5, non-square kernels.
-  v.push_back({.C = 3, .H = 32, .W = 30, .M = 64, .KH = 7, .KW = 7, .SH = 2, .SW = 2, .pads = {3, 3, 3, 3},
-               .act_min = 0});
+  v.push_back(
+      {.C = 3, .H = 32, .W = 30, .M = 64, .KH = 7, .KW = 7, .SH = 2, .SW = 2, .pads = {3, 3, 3, 3}, .act_min = 0});
   v.push_back({.C = 3, .H = 7, .W = 7, .M = 8, .KH = 7, .KW = 7, .pads = {3, 3, 3, 3}});
   v.push_back({.C = 6, .H = 10, .W = 9, .M = 4, .KH = 5, .KW = 5, .pads = {2, 2, 2, 2}, .bias = false});
   v.push_back({.C = 5, .H = 8, .W = 9, .M = 3, .KH = 1, .KW = 3, .pads = {0, 1, 0, 1}});
   v.push_back({.C = 5, .H = 8, .W = 9, .M = 3, .KH = 3, .KW = 1, .SH = 2, .pads = {1, 0, 1, 0}});
   // Dilation.
   v.push_back({.C = 5, .H = 13, .W = 12, .M = 7, .KH = 3, .KW = 3, .DH = 2, .DW = 2, .pads = {2, 2, 2, 2}});
-  v.push_back({.C = 4, .H = 13, .W = 12, .M = 9, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .DH = 2, .DW = 3,
-               .pads = {1, 2, 0, 3}, .residual = true, .act_min = -0.5f, .act_max = 0.5f});
+  v.push_back({.C = 4,
+               .H = 13,
+               .W = 12,
+               .M = 9,
+               .KH = 3,
+               .KW = 3,
+               .SH = 2,
+               .SW = 2,
+               .DH = 2,
+               .DW = 3,
+               .pads = {1, 2, 0, 3},
+               .residual = true,
+               .act_min = -0.5f,
+               .act_max = 0.5f});
   // Groups and depthwise (also via the generic igemm path).
   v.push_back({.C = 8, .H = 9, .W = 9, .M = 6, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .group = 2});
-  v.push_back({.C = 16, .H = 7, .W = 10, .M = 20, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .pads = {1, 1, 1, 1},
-               .group = 4, .residual = true, .act_min = 0});
+  v.push_back({.C = 16,
+               .H = 7,
+               .W = 10,
+               .M = 20,
+               .KH = 3,
+               .KW = 3,
+               .SH = 2,
+               .SW = 2,
+               .pads = {1, 1, 1, 1},
+               .group = 4,
+               .residual = true,
+               .act_min = 0});
   v.push_back({.C = 8, .H = 5, .W = 5, .M = 16, .KH = 1, .KW = 1, .group = 4});
   v.push_back({.C = 17, .H = 9, .W = 11, .M = 17, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .group = 17});
-  v.push_back({.C = 5, .H = 12, .W = 19, .M = 10, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .pads = {1, 1, 1, 1},
+  v.push_back({.C = 5,
+               .H = 12,
+               .W = 19,
+               .M = 10,
+               .KH = 3,
+               .KW = 3,
+               .SH = 2,
+               .SW = 2,
+               .pads = {1, 1, 1, 1},
                .group = 5});  // channel multiplier 2
   // Batch > 1.
   v.push_back({.N = 3, .C = 5, .H = 6, .W = 7, .M = 9, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .residual = true});
@@ -226,16 +274,45 @@ std::vector<ConvCase> depthwise_cases() {
     for (auto pads : std::vector<std::vector<int64_t>>{{0, 0, 0, 0}, {1, 1, 1, 1}, {0, 2, 1, 0}})
       for (int64_t K : {3, 5})
         v.push_back({.C = 5, .H = 11, .W = 19, .M = 5, .KH = K, .KW = K, .SH = S, .SW = S, .pads = pads, .group = 5});
-  v.push_back({.C = 32, .H = 112, .W = 112, .M = 32, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .group = 32,
-               .act_min = 0, .act_max = 6});
+  v.push_back({.C = 32,
+               .H = 112,
+               .W = 112,
+               .M = 32,
+               .KH = 3,
+               .KW = 3,
+               .pads = {1, 1, 1, 1},
+               .group = 32,
+               .act_min = 0,
+               .act_max = 6});
   v.push_back({.C = 17, .H = 1, .W = 1, .M = 17, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .group = 17});
-  v.push_back({.C = 3, .H = 2, .W = 3, .M = 3, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .group = 3, .bias = false,
+  v.push_back({.C = 3,
+               .H = 2,
+               .W = 3,
+               .M = 3,
+               .KH = 3,
+               .KW = 3,
+               .pads = {1, 1, 1, 1},
+               .group = 3,
+               .bias = false,
                .residual = true});
-  v.push_back({.C = 4, .H = 13, .W = 14, .M = 4, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .DH = 2, .DW = 2,
-               .pads = {2, 2, 2, 2}, .group = 4, .residual = true, .act_min = -0.3f, .act_max = 0.3f});
+  v.push_back({.C = 4,
+               .H = 13,
+               .W = 14,
+               .M = 4,
+               .KH = 3,
+               .KW = 3,
+               .SH = 2,
+               .SW = 2,
+               .DH = 2,
+               .DW = 2,
+               .pads = {2, 2, 2, 2},
+               .group = 4,
+               .residual = true,
+               .act_min = -0.3f,
+               .act_max = 0.3f});
   v.push_back({.C = 3, .H = 9, .W = 9, .M = 3, .KH = 7, .KW = 7, .pads = {3, 3, 3, 3}, .group = 3});
-  v.push_back({.N = 2, .C = 6, .H = 8, .W = 5, .M = 6, .KH = 3, .KW = 1, .SH = 1, .SW = 2, .pads = {1, 0, 1, 0},
-               .group = 6});
+  v.push_back(
+      {.N = 2, .C = 6, .H = 8, .W = 5, .M = 6, .KH = 3, .KW = 1, .SH = 1, .SW = 2, .pads = {1, 0, 1, 0}, .group = 6});
   return v;
 }
 
@@ -297,16 +374,25 @@ TEST(F32Kernels, Pool) {
     cases.push_back({.op = op, .C = 64, .H = 112, .W = 112, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .pads = {1, 1, 1, 1}});
     cases.push_back({.op = op, .C = 3, .H = 8, .W = 8, .KH = 2, .KW = 2, .SH = 2, .SW = 2});
     cases.push_back({.op = op, .C = 5, .H = 9, .W = 10, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .ceil_mode = 1});
-    cases.push_back({.op = op, .C = 5, .H = 9, .W = 10, .KH = 3, .KW = 2, .SH = 2, .SW = 3, .pads = {1, 0, 2, 1},
-                     .ceil_mode = 1});
+    cases.push_back(
+        {.op = op, .C = 5, .H = 9, .W = 10, .KH = 3, .KW = 2, .SH = 2, .SW = 3, .pads = {1, 0, 2, 1}, .ceil_mode = 1});
     cases.push_back({.op = op, .C = 2, .H = 1, .W = 1, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}});
     cases.push_back({.op = op, .N = 2, .C = 3, .H = 7, .W = 13, .KH = 3, .KW = 5, .pads = {1, 2, 1, 2}});
     cases.push_back({.op = op, .C = 3, .H = 11, .W = 11, .KH = 3, .KW = 3, .SH = 1, .SW = 2, .DH = 2, .DW = 2});
   }
   for (int64_t incl : {0, 1})
     for (int64_t ceil : {0, 1})
-      cases.push_back({.op = "AveragePool", .C = 4, .H = 10, .W = 9, .KH = 3, .KW = 3, .SH = 2, .SW = 2,
-                       .pads = {1, 1, 0, 1}, .ceil_mode = ceil, .count_include_pad = incl});
+      cases.push_back({.op = "AveragePool",
+                       .C = 4,
+                       .H = 10,
+                       .W = 9,
+                       .KH = 3,
+                       .KW = 3,
+                       .SH = 2,
+                       .SW = 2,
+                       .pads = {1, 1, 0, 1},
+                       .ceil_mode = ceil,
+                       .count_include_pad = incl});
   std::mt19937 rng(4);
   for (const PoolCase& c : cases) {
     SCOPED_TRACE(c.str());
@@ -382,7 +468,8 @@ TEST(F32Kernels, Gemm) {
 TEST(F32Kernels, MatMul) {
   if (!host_has_avx2_fma()) GTEST_SKIP() << "host lacks avx2+fma";
   std::mt19937 rng(7);
-  for (auto [as, bs] : std::vector<std::pair<Shape, Shape>>{{{1, 512}, {512, 10}}, {{2, 3, 19}, {19, 33}}, {{7}, {7, 5}}}) {
+  for (auto [as, bs] :
+       std::vector<std::pair<Shape, Shape>>{{{1, 512}, {512, 10}}, {{2, 3, 19}, {19, 33}}, {{7}, {7, 5}}}) {
     SCOPED_TRACE(dims(as) + " * " + dims(bs));
     OneNode t;
     ValueId a = t.input("a", random_tensor(as, rng));

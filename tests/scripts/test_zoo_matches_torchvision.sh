@@ -33,7 +33,8 @@ for m in "${MODELS[@]}"; do
       failures=$((failures + 1))
       continue
     fi
-    "$PY" "$PYDIR/compare_npy.py" "$d/ref.npy" "$out" --tol 1e-4 --label "lowbit run $(basename "$model") vs torchvision" ||
+    "$PY" "$PYDIR/compare_npy.py" "$d/ref.npy" "$out" --tol 1e-4 \
+      --label "lowbit run $(basename "$model") vs torchvision" ||
       failures=$((failures + 1))
   done
 done

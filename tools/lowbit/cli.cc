@@ -26,24 +26,46 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("--calibration", o.calibration, "int8: minmax, percentile, entropy or mse")
       ->check(CLI::IsMember({"minmax", "percentile", "entropy", "mse"}));
   cmd.add_option("--calib-samples", o.calib_samples, "int8: calibration samples (default 8)")->check(CLI::PositiveNumber);
-  cmd.add_option("--calib-data", o.calib_data, "int8: folder of .npy calibration inputs (default: seeded synthetic)");
+  cmd.add_option("--calib-data", o.calib_data,
+                 "int8: folder of .npy and/or .png/.jpg calibration inputs (default: seeded synthetic)");
+  cmd.add_option("--mean", o.norm_mean, "images: per-channel mean on the 0..1 scale, R,G,B (default ImageNet's)")
+      ->delimiter(',')->expected(3);
+  cmd.add_option("--std", o.norm_std, "images: per-channel std on the 0..1 scale, R,G,B (default ImageNet's)")
+      ->delimiter(',')->expected(3);
+  cmd.add_option("--resize", o.resize, "images: stretch to HxW, or pad (keep aspect, height H, zeros right to W)")
+      ->check(CLI::IsMember({"stretch", "pad"}));
   cmd.add_option("--on-slow", o.on_slow, "int8 node without a fast kernel: fp32 (keep fp32, warn), error, allow")
       ->check(CLI::IsMember({"fp32", "error", "allow"}));
   cmd.add_flag("--autotune", o.autotune, "time every applicable kernel per node on this host and keep the fastest");
 }
 
-std::vector<std::vector<Tensor>> load_samples(const std::string& dir, const Graph& g, int limit) {
+ImagePreprocess image_preprocess(const ModelOptions& o) {
+  if (o.norm_mean.size() != 3 || o.norm_std.size() != 3) throw Error("--mean and --std take three values: R,G,B");
+  ImagePreprocess p;
+  std::copy(o.norm_mean.begin(), o.norm_mean.end(), p.mean.begin());
+  std::copy(o.norm_std.begin(), o.norm_std.end(), p.std.begin());
+  p.resize = parse_resize_mode(o.resize);
+  return p;
+}
+
+Tensor load_input(const std::string& path, const Graph& g, size_t index, const ImagePreprocess& pre) {
+  if (is_image_file(path)) return load_image_tensor(path, g.value(g.inputs[index]).shape, pre);
+  return load_npy(path);
+}
+
+std::vector<std::vector<Tensor>> load_samples(const std::string& dir, const Graph& g, int limit,
+                                              const ImagePreprocess& pre) {
   if (g.inputs.size() != 1) throw Error("--calib-data needs a model with one input");
   std::vector<std::string> files;
   if (!std::filesystem::is_directory(dir)) throw Error("--calib-data '" + dir + "' is not a folder");
   for (auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".npy") files.push_back(e.path().string());
+    if (e.path().extension() == ".npy" || is_image_file(e.path().string())) files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
-  if (files.empty()) throw Error("--calib-data '" + dir + "' holds no .npy files");
+  if (files.empty()) throw Error("--calib-data '" + dir + "' holds no .npy, .png, .jpg or .jpeg files");
   std::vector<std::vector<Tensor>> samples;
   for (auto& f : files) {
     if (static_cast<int>(samples.size()) >= limit) break;
-    Tensor t = load_npy(f);
+    Tensor t = load_input(f, g, 0, pre);
     const Value& in = g.value(g.inputs[0]);
     if (t.shape() != in.shape)
       throw Error("calibration sample '" + f + "' is " + shape_str(t.shape()) + ", the model takes " +
@@ -88,7 +110,8 @@ BuiltModel build_model(const ModelOptions& o, bool foreign_ok) {
   QuantizeOptions q;
   q.method = parse_calibration_method(o.calibration);
   q.synthetic_samples = o.calib_samples;
-  if (!o.calib_data.empty()) q.samples = load_samples(o.calib_data, fp32->graph(), o.calib_samples);
+  if (!o.calib_data.empty())
+    q.samples = load_samples(o.calib_data, fp32->graph(), o.calib_samples, image_preprocess(o));
   bool tty = isatty(2);
   q.progress = [tty](int done, int total) {
     if (!tty && done != total) return;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "lowbit/io/image.h"
 #include "lowbit/quant/guard.h"
 #include "lowbit/runtime/compiled_model.h"
 
@@ -22,6 +23,10 @@ struct ModelOptions {
   std::string calibration = "minmax";
   int calib_samples = 8;
   std::string calib_data;
+  // how images (--calib-data, run --input) become tensors: io/image.h
+  std::vector<float> norm_mean{0.485f, 0.456f, 0.406f};
+  std::vector<float> norm_std{0.229f, 0.224f, 0.225f};
+  std::string resize = "stretch";
   std::string on_slow = "fp32";
   bool autotune = false;
 };
@@ -41,8 +46,12 @@ BuiltModel build_model(const ModelOptions& o, bool foreign_ok = false);
 inline std::unique_ptr<CompiledModel> compile_model(const ModelOptions& o, bool foreign_ok = false) {
   return build_model(o, foreign_ok).model;
 }
-// Calibration samples from a folder of .npy files (one file per sample; models with one input).
-std::vector<std::vector<Tensor>> load_samples(const std::string& dir, const Graph& g, int limit);
+ImagePreprocess image_preprocess(const ModelOptions& o);
+// Model input `index` from a file: an .npy as stored, or a PNG/JPEG preprocessed to that input's shape.
+Tensor load_input(const std::string& path, const Graph& g, size_t index, const ImagePreprocess& pre);
+// Samples from a folder of .npy files and/or images, sorted by name (one file per sample; models with one input).
+std::vector<std::vector<Tensor>> load_samples(const std::string& dir, const Graph& g, int limit,
+                                              const ImagePreprocess& pre = {});
 // Seeded synthetic inputs of the model's input shapes (io/synthetic.h).
 std::vector<Tensor> random_inputs(const Graph& g, uint64_t seed = 42);
 std::string human_bytes(int64_t bytes);

@@ -1,12 +1,15 @@
 // lowbit explain / inspect / targets: what was chosen, what was rejected and why.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli.h"
 #include "lowbit/common/error.h"
+#include "lowbit/dispatch/kernel_inspect.h"
 
 namespace lowbit::cli {
 namespace {
@@ -39,6 +42,56 @@ int64_t node_weight_bytes(const Graph& g, const Node& n) {
   for (ValueId v : n.inputs)
     if (g.is_constant(v)) b += g.constant(v)->nbytes();
   return b;
+}
+
+// The distinct kernels of the plan (with how many nodes use each) and the key instructions in
+// their micro-kernels' machine code, disassembled from this executable.
+void print_kernel_instructions(const CompiledModel& model) {
+  std::vector<std::pair<const KernelCandidate*, int>> used;
+  for (const Step& s : model.steps()) {
+    auto it = std::find_if(used.begin(), used.end(), [&](auto& u) { return u.first == s.choice.chosen; });
+    if (it == used.end()) used.push_back({s.choice.chosen, 1});
+    else ++it->second;
+  }
+#if defined(__aarch64__)
+  const std::vector<std::string_view> keys = {"fmla", "smlal", "sdot"};
+#else
+  const std::vector<std::string_view> keys = {"vfmadd231ps", "vpmaddubsw", "vpmaddwd", "vpdpbusd"};
+#endif
+  std::optional<Disassembly> dis;
+  std::string why;
+  try {
+    dis = Disassembly::load();
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  std::printf("\nkernels of the plan for target %s", model.target().name.c_str());
+  if (dis) std::printf(" (machine code of %s)", dis->binary().c_str());
+  std::printf(":\n%5s  %-36s %-44s %5s %7s", "nodes", "kernel", "micro-kernels", "fns", "instrs");
+  for (auto k : keys) std::printf(" %11.*s", static_cast<int>(k.size()), k.data());
+  std::printf("\n");
+  for (auto& [c, count] : used) {
+    std::string uk = c->ukernels.empty() ? "-" : c->ukernels[0];
+    if (c->ukernels.size() > 1) uk += " +" + std::to_string(c->ukernels.size() - 1);
+    std::printf("%5d  %-36s %-44s", count, c->name.c_str(), uk.c_str());
+    if (c->ukernels.empty()) {
+      std::printf(" portable C++ (no SIMD micro-kernel)\n");
+      continue;
+    }
+    if (!dis) {
+      std::printf(" -\n");
+      continue;
+    }
+    KernelInspection r = dis->inspect(*c);
+    if (!r.found()) {
+      std::printf(" %s\n", r.error.c_str());
+      continue;
+    }
+    std::printf(" %5zu %7lld", r.functions.size(), static_cast<long long>(r.instructions));
+    for (auto k : keys) std::printf(" %11lld", static_cast<long long>(r.count(k)));
+    std::printf("\n");
+  }
+  if (!dis) std::printf("instruction counts unavailable: %s\n", why.c_str());
 }
 
 }  // namespace
@@ -106,11 +159,17 @@ void register_explain(CLI::App& app) {
 }
 
 void register_inspect(CLI::App& app) {
-  auto o = std::make_shared<ModelOptions>();
+  struct Opts {
+    ModelOptions m;
+    bool kernels = false;
+  };
+  auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("inspect", "the graph after passes: nodes, dtypes, shapes, MACs, weight bytes");
-  add_model_options(*cmd, *o);
+  add_model_options(*cmd, o->m);
+  cmd->add_flag("--kernels", o->kernels,
+                "also list the kernels the plan uses with the key SIMD instructions in their machine code (objdump)");
   cmd->callback([o] {
-    auto model = compile_model(*o, /*foreign_ok=*/true);
+    auto model = compile_model(o->m, /*foreign_ok=*/true);
     const Graph& g = model->graph();
     std::printf("%-4s %-32s %-18s %-28s %-16s %-22s %-22s %10s %11s\n", "#", "node", "op", "inputs", "outputs",
                 "dtypes", "output quant", "MMACs", "weights");
@@ -149,6 +208,7 @@ void register_inspect(CLI::App& app) {
     std::printf(", peak activation memory %s (%lld bytes), %d domain change(s)\n",
                 human_bytes(model->peak_activation_bytes()).c_str(),
                 static_cast<long long>(model->peak_activation_bytes()), domain_changes);
+    if (o->kernels) print_kernel_instructions(*model);
   });
 }
 

@@ -1,9 +1,11 @@
-// lowbit run / export-onnx.
+// lowbit run / export-onnx (fp32 zoo models; quantized models in QDQ form).
 #include <cstdio>
 
 #include "cli.h"
 #include "lowbit/common/error.h"
+#include "lowbit/artifact/artifact.h"
 #include "lowbit/frontend/onnx/onnx_export.h"
+#include "lowbit/frontend/onnx/onnx_export_qdq.h"
 #include "lowbit/frontend/zoo/zoo.h"
 #include "lowbit/io/npy.h"
 
@@ -16,9 +18,9 @@ void register_run(CLI::App& app) {
     std::vector<std::string> outputs;
   };
   auto o = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("run", "run a model once on .npy inputs (or a seeded random input)");
+  auto* cmd = app.add_subcommand("run", "run a model once on .npy or image inputs (or a seeded random input)");
   add_model_options(*cmd, o->m);
-  cmd->add_option("--input", o->inputs, "input .npy, one per model input in order");
+  cmd->add_option("--input", o->inputs, "input .npy or .png/.jpg (see --mean/--std/--resize), one per model input");
   cmd->add_option("--output", o->outputs, "where to write output .npy files, one per model output");
   cmd->callback([o] {
     auto model = compile_model(o->m);
@@ -30,7 +32,8 @@ void register_run(CLI::App& app) {
       if (o->inputs.size() != g.inputs.size())
         throw Error("model has " + std::to_string(g.inputs.size()) + " input(s); got " +
                     std::to_string(o->inputs.size()) + " --input file(s)");
-      for (auto& p : o->inputs) in.push_back(load_npy(p));
+      ImagePreprocess pre = image_preprocess(o->m);
+      for (size_t i = 0; i < o->inputs.size(); ++i) in.push_back(load_input(o->inputs[i], g, i, pre));
     }
     auto out = model->run(in);
     for (size_t i = 0; i < out.size(); ++i) {
@@ -53,16 +56,31 @@ void register_run(CLI::App& app) {
 
 void register_export(CLI::App& app) {
   struct Opts {
-    std::string model, out;
+    ModelOptions m;
+    std::string out;
   };
   auto o = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("export-onnx", "write a zoo model (as built in code, before passes) to ONNX");
-  cmd->add_option("MODEL", o->model, "zoo model name")->required();
+  auto* cmd = app.add_subcommand("export-onnx",
+                                 "write a zoo model (fp32, as built in code, before passes) to ONNX, or a quantized "
+                                 "model (an .lbm artifact, or MODEL with --precision int8) in QDQ form");
+  add_model_options(*cmd, o->m);
   cmd->add_option("-o,--output", o->out, "output .onnx path")->required();
   cmd->callback([o] {
-    if (!is_zoo_model(o->model)) throw Error("export-onnx takes a zoo model name, got '" + o->model + "'");
-    export_onnx(build_zoo_model(o->model), o->out);
-    std::printf("wrote %s\n", o->out.c_str());
+    const bool artifact = is_artifact_file(o->m.model);
+    if (!artifact && o->m.precision == "fp32") {
+      if (!is_zoo_model(o->m.model))
+        throw Error("export-onnx takes a zoo model name (or an .lbm / --precision int8 for QDQ), got '" + o->m.model +
+                    "'");
+      export_onnx(build_zoo_model(o->m.model), o->out);
+      std::printf("wrote %s\n", o->out.c_str());
+      return;
+    }
+    BuiltModel b = build_model(o->m, /*foreign_ok=*/true);
+    bool quantized = false;
+    for (const Node& n : b.graph.nodes) quantized |= n.op == "QConv" || n.op == "QGemm" || n.op == "QAdd";
+    if (quantized) export_onnx_qdq(b.graph, o->out);
+    else export_onnx(b.graph, o->out);
+    std::printf("wrote %s (%s)\n", o->out.c_str(), quantized ? "int8, QDQ" : "fp32");
   });
 }
 

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -36,8 +37,6 @@ uint64_t fnv1a(const uint8_t* p, size_t n) {
 
 size_t align64(size_t x) { return (x + 63) / 64 * 64; }
 
-json quant_json(const QuantParams& q) { return {{"scale", q.scale}, {"zero_point", q.zero_point}, {"axis", q.axis}}; }
-
 class Writer {
  public:
   json tensor(const Tensor& t) {
@@ -60,6 +59,21 @@ class Writer {
         },
         v);
   }
+  // Per-channel scales and zero points go to the data section as binary: as JSON text they would
+  // cost ~18 bytes a number (bigger than the int8 weights of a depthwise layer) and round-trip
+  // floats through decimal. All-zero zero points (symmetric weights) are not stored at all.
+  json quant(const QuantParams& q) {
+    Tensor scale(DType::f32, {static_cast<int64_t>(q.scale.size())});
+    std::memcpy(scale.raw(), q.scale.data(), q.scale.size() * sizeof(float));
+    json j = {{"scale", tensor(scale)}, {"axis", q.axis}, {"channels", q.zero_point.size()}};
+    bool symmetric = std::all_of(q.zero_point.begin(), q.zero_point.end(), [](int32_t z) { return z == 0; });
+    if (!symmetric) {
+      Tensor zp(DType::i32, {static_cast<int64_t>(q.zero_point.size())});
+      std::memcpy(zp.raw(), q.zero_point.data(), q.zero_point.size() * sizeof(int32_t));
+      j["zero_point"] = tensor(zp);
+    }
+    return j;
+  }
   std::vector<uint8_t> blob_;
 };
 
@@ -70,7 +84,7 @@ void save_artifact(const std::string& path, const Graph& g, const std::string& m
   json values = json::array();
   for (const Value& v : g.values) {
     json jv = {{"name", v.name}, {"dtype", dtype_name(v.dtype)}, {"shape", v.shape}};
-    if (v.quant) jv["quant"] = quant_json(*v.quant);
+    if (v.quant) jv["quant"] = w.quant(*v.quant);
     if (v.constant) jv["constant"] = w.tensor(*v.constant);
     values.push_back(std::move(jv));
   }
@@ -170,8 +184,19 @@ Artifact load_artifact(const std::string& path) {
       ValueId id = g.add_value(jv.at("name"), *dt, jv.at("shape").get<Shape>(), true);
       if (jv.contains("quant")) {
         const json& q = jv["quant"];
-        g.value(id).quant = QuantParams{q.at("scale").get<std::vector<float>>(),
-                                        q.at("zero_point").get<std::vector<int32_t>>(), q.at("axis").get<int>()};
+        Tensor scale = tensor(q.at("scale"));
+        QuantParams qp;
+        qp.axis = q.at("axis").get<int>();
+        qp.scale.assign(scale.data<float>(), scale.data<float>() + scale.numel());
+        qp.zero_point.assign(q.at("channels").get<size_t>(), 0);
+        if (q.contains("zero_point")) {
+          Tensor zp = tensor(q["zero_point"]);
+          if (static_cast<size_t>(zp.numel()) != qp.zero_point.size()) throw bad("zero point count mismatch");
+          qp.zero_point.assign(zp.data<int32_t>(), zp.data<int32_t>() + zp.numel());
+        }
+        if (scale.dtype() != DType::f32 || qp.scale.size() != qp.zero_point.size())
+          throw bad("quantization parameters of '" + g.value(id).name + "' are malformed");
+        g.value(id).quant = std::move(qp);
       }
       if (jv.contains("constant")) g.value(id).constant = tensor(jv["constant"]);
     }

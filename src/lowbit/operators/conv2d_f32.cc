@@ -7,14 +7,17 @@
 // conv pads, which makes every im2col element addressable without bounds checks.
 //
 // Blocking: K is split into blocks of at most kKcMax rows so that one B panel (kc x 16) stays in
-// L1 while the weight rows of a K block stream from L2; a pixel block's packed B (kc x 16 x
-// panels) is sized for L2. Partial sums over K blocks live in the output itself; residual and
-// bias enter with the first block (so a residual aliasing the output is fine), the clamp with
-// the last. The K split is fixed at creation, so results do not depend on the thread count.
+// L1 while a block of weight panels (kABlockBytes) stays in L2; a pixel block's packed B is sized
+// for L2 (kBBlockBytes). Weights are stored in consumption order (group, K block, channel panel),
+// so each pass streams them sequentially from memory. Tasks are (group, pixel block, channel
+// range); small images, with few pixel blocks, split the channels across threads and pack the
+// whole image's B once up front instead of once per task. Partial sums over K blocks live in the
+// output itself; residual and bias enter with the first block (so a residual aliasing the output
+// is fine), the clamp with the last. The K split is fixed at creation and every output element
+// is computed by one task in one order, so results do not depend on the thread count.
 #include "lowbit/operators/conv2d_f32.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
 #include "lowbit/ir/op_params.h"
@@ -49,17 +52,24 @@ class Conv2dIgemmF32 final : public Kernel {
     koff_.resize(static_cast<size_t>(K_));
     for (int64_t c = 0, k = 0; c < Cg_; ++c)
       for (int64_t kh = 0; kh < p.KH; ++kh)
-        for (int64_t kw = 0; kw < p.KW; ++kw) koff_[static_cast<size_t>(k++)] = c * PH_ * PW_ + kh * p.DH * PW_ + kw * p.DW;
+        for (int64_t kw = 0; kw < p.KW; ++kw)
+          koff_[static_cast<size_t>(k++)] = c * PH_ * PW_ + kh * p.DH * PW_ + kw * p.DW;
 
-    // Weights: per group, panels of kMR output channels (the last one narrower), each K x mr.
+    nkb_ = ceil_div(K_, kKcMax);
+    kc_ = ceil_div(K_, nkb_);
+    // Weights in the order the tiles consume them, so each task streams them sequentially: per
+    // group and K block, panels of kMR output channels (the last one narrower), each kc x mr.
     packed_ = Tensor(DType::f32, {p.M * K_});
     float* pw = packed_.data<float>();
     for (int64_t g = 0; g < p.group; ++g)
-      for (int64_t m0 = 0; m0 < Mg_; m0 += kMR) {
-        const int64_t mr = std::min(kMR, Mg_ - m0);
-        float* dst = pw + (g * Mg_ + m0) * K_;
-        for (int64_t k = 0; k < K_; ++k)
-          for (int64_t r = 0; r < mr; ++r) dst[k * mr + r] = w[(g * Mg_ + m0 + r) * K_ + k];
+      for (int64_t k0 = 0; k0 < K_; k0 += kc_) {
+        const int64_t kc = std::min(kc_, K_ - k0);
+        for (int64_t m0 = 0; m0 < Mg_; m0 += kMR) {
+          const int64_t mr = std::min(kMR, Mg_ - m0);
+          float* dst = pw + weight_offset(g, k0, m0, kc);
+          for (int64_t k = 0; k < kc; ++k)
+            for (int64_t r = 0; r < mr; ++r) dst[k * mr + r] = w[(g * Mg_ + m0 + r) * K_ + k0 + k];
+        }
       }
     if (bias) {
       bias_ = Tensor(DType::f32, {p.M});
@@ -88,17 +98,15 @@ class Conv2dIgemmF32 final : public Kernel {
       panels_.push_back(pan);
     }
 
-    nkb_ = ceil_div(K_, tune("KC", kKcMax));
-    kc_ = ceil_div(K_, nkb_);
     const int64_t npanels = static_cast<int64_t>(panels_.size());
-    ppb_ = std::clamp<int64_t>(tune("BB", kBBlockBytes) / (kc_ * kNR * 4), 1, npanels);
+    ppb_ = std::clamp<int64_t>(kBBlockBytes / (kc_ * kNR * 4), 1, npanels);
     npb_ = ceil_div(npanels, ppb_);
     mpanels_ = ceil_div(Mg_, kMR);
-    mcp_ = std::max<int64_t>(1, tune("AB", kABlockBytes) / (kc_ * kMR * 4));
+    mcp_ = std::max<int64_t>(1, kABlockBytes / (kc_ * kMR * 4));
     // Few pixel blocks (small images): threads split the output channels instead, so pack the
     // whole image's B once up front rather than once per task.
     const int64_t shared_floats = p.group * nkb_ * npanels * kc_ * kNR;
-    shared_ = p.group * npb_ < tune("SH", 8) && shared_floats * 4 <= kSharedBBytes;
+    shared_ = p.group * npb_ < 8 && shared_floats * 4 <= kSharedBBytes;
     if (shared_)
       shared_b_ = Tensor(DType::f32, {shared_floats});
     else
@@ -150,10 +158,9 @@ class Conv2dIgemmF32 final : public Kernel {
     int32_t nr, nvalid, run_begin, run_end;
   };
 
-  static int64_t tune(const char* what, int64_t def) {
-    std::string name = std::string("LOWBIT_IGEMM_") + what;
-    const char* v = std::getenv(name.c_str());
-    return v ? std::atoll(v) : def;
+  // Start of the kc x mr weight panel for channels [m0, m0 + mr) of group g, K block at k0.
+  int64_t weight_offset(int64_t g, int64_t k0, int64_t m0, int64_t kc) const {
+    return g * Mg_ * K_ + k0 * Mg_ + m0 * kc;
   }
 
   // Rows [kb * kc, +kc) of pixel panel i of group g, packed kc x nr.
@@ -186,27 +193,25 @@ class Conv2dIgemmF32 final : public Kernel {
       const bool first = kb == 0, last = kb == nkb_ - 1;
       if (last) e.min = p_.act_min, e.max = p_.act_max;
       e.ld_init = static_cast<size_t>(OHW_);
-      // Weight panels in blocks of mcp_ (kept in L2) against each B panel of the block (in L1).
-      for (int64_t mb = mp0; mb < mp1; mb += mcp_) {
-        for (int64_t i = pan0; i < pan1; ++i) {
-          const Panel& pan = panels_[static_cast<size_t>(i)];
-          const float* b = bblk + i * kc_ * kNR;
-          const F32GemmUkernel* table = pan.nr == 16 ? ks_.nr16 : ks_.nr8;
-          for (int64_t mp = mb; mp < std::min(mp1, mb + mcp_); ++mp) {
-            const int64_t m = g * Mg_ + mp * kMR, mr = std::min(kMR, Mg_ - mp * kMR);
-            float* c = y + m * OHW_ + pan.p0;
-            if (first) {
-              e.init = res ? res + m * OHW_ + pan.p0 : nullptr;
-              e.row_bias = bias ? bias + m : nullptr;
-            } else {
-              e.init = c;
-              e.row_bias = nullptr;
-            }
-            table[mr](static_cast<size_t>(pan.nvalid), static_cast<size_t>(kc), packed + m * K_ + k0 * mr, b, c,
-                      static_cast<size_t>(OHW_), e);
-          }
+      auto tile = [&](int64_t mp, int64_t i) {
+        const Panel& pan = panels_[static_cast<size_t>(i)];
+        const int64_t m = g * Mg_ + mp * kMR, mr = std::min(kMR, Mg_ - mp * kMR);
+        float* c = y + m * OHW_ + pan.p0;
+        if (first) {
+          e.init = res ? res + m * OHW_ + pan.p0 : nullptr;
+          e.row_bias = bias ? bias + m : nullptr;
+        } else {
+          e.init = c;
+          e.row_bias = nullptr;
         }
-      }
+        (pan.nr == 16 ? ks_.nr16 : ks_.nr8)[mr](static_cast<size_t>(pan.nvalid), static_cast<size_t>(kc),
+                                                packed + weight_offset(g, k0, mp * kMR, kc), bblk + i * kc_ * kNR, c,
+                                                static_cast<size_t>(OHW_), e);
+      };
+      // Weight panels in blocks of mcp_ (that block stays in L2) against each B panel (in L1).
+      for (int64_t mb = mp0; mb < mp1; mb += mcp_)
+        for (int64_t i = pan0; i < pan1; ++i)
+          for (int64_t mp = mb; mp < std::min(mp1, mb + mcp_); ++mp) tile(mp, i);
     }
   }
 
@@ -237,8 +242,9 @@ class DwConv2dF32 final : public Kernel {
     PW_ = p.W + p.pad_left + p.pad_right;
     plane_floats_ = PH_ * PW_ + 16 * p.SW + 16;  // slack for vector tails
     scratch_.reserve(std::max(threads, 1), plane_floats_);
-    geom_ = {static_cast<size_t>(p.KH), static_cast<size_t>(p.KW), static_cast<size_t>(p.SH), static_cast<size_t>(p.SW),
-             static_cast<size_t>(p.DH), static_cast<size_t>(p.DW), static_cast<size_t>(p.OH), static_cast<size_t>(p.OW)};
+    geom_ = {static_cast<size_t>(p.KH), static_cast<size_t>(p.KW), static_cast<size_t>(p.SH),
+             static_cast<size_t>(p.SW), static_cast<size_t>(p.DH), static_cast<size_t>(p.DW),
+             static_cast<size_t>(p.OH), static_cast<size_t>(p.OW)};
   }
 
   int64_t packed_weight_bytes() const override { return weights_.nbytes() + bias_.nbytes(); }
@@ -282,7 +288,8 @@ std::string check_conv_common(const NodeContext& ctx) {
                  ops::need_f32(ctx, 3, "residual"), ops::need_constant(ctx, 1, "weights"),
                  ops::need_constant(ctx, 2, "bias"), ops::need_rank4(ctx)})
     if (!r.empty()) return r;
-  if (ctx.out(0).dtype != DType::f32) return std::string("output dtype ") + dtype_name(ctx.out(0).dtype) + ", needs f32";
+  if (ctx.out(0).dtype != DType::f32)
+    return std::string("output dtype ") + dtype_name(ctx.out(0).dtype) + ", needs f32";
   return "";
 }
 

@@ -15,8 +15,8 @@ struct F32GemmKernels {
   static constexpr int kMaxMR = 6;
   F32GemmUkernel nr16[kMaxMR + 1] = {};
   F32GemmUkernel nr8[kMaxMR + 1] = {};
-  void (*im2col)(size_t kc, const float* x, const int64_t* koff, const F32Im2colRun* runs, size_t nruns,
-                 size_t stride, size_t nr, float* b) = nullptr;
+  void (*im2col)(size_t kc, const float* x, const int64_t* koff, const F32Im2colRun* runs, size_t nruns, size_t stride,
+                 size_t nr, float* b) = nullptr;
 };
 const F32GemmKernels& f32_gemm_kernels_avx2();
 

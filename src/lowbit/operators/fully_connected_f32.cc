@@ -35,8 +35,7 @@ class FullyConnectedF32 final : public Kernel {
       const int64_t n0 = p * kNR, nr = panel_nr(p);
       float* dst = pb + p * K * kNR;
       for (int64_t k = 0; k < K; ++k)
-        for (int64_t j = 0; j < nr; ++j)
-          dst[k * nr + j] = n0 + j < N ? B[k * ldbk + (n0 + j) * ldbn] * alpha : 0.0f;
+        for (int64_t j = 0; j < nr; ++j) dst[k * nr + j] = n0 + j < N ? B[k * ldbk + (n0 + j) * ldbn] * alpha : 0.0f;
     }
     bias_ = Tensor(DType::f32, {npanels_ * kNR});
     if (bias)
@@ -141,8 +140,8 @@ std::unique_ptr<Kernel> create_matmul_f32_avx2(const NodeContext& ctx) {
   const Shape& bs = ctx.in(1).shape;
   const int64_t K = bs[0], N = bs[1], rows = num_elements(as) / K;
   const float inf = std::numeric_limits<float>::infinity();
-  return std::make_unique<FullyConnectedF32>(rows, K, N, false, ctx.constant(1)->data<float>(), N, 1, 1.0f, nullptr,
-                                             0, 1.0f, -inf, inf, f32_gemm_kernels_avx2());
+  return std::make_unique<FullyConnectedF32>(rows, K, N, false, ctx.constant(1)->data<float>(), N, 1, 1.0f, nullptr, 0,
+                                             1.0f, -inf, inf, f32_gemm_kernels_avx2());
 }
 
 }  // namespace lowbit

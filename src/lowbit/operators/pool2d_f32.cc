@@ -21,8 +21,9 @@ class Pool2dF32 final : public Kernel {
     PW_ = std::max(p.W + p.pad_left + p.pad_right, (p.OW - 1) * p.SW + (p.KW - 1) * p.DW + 1);
     plane_floats_ = PH_ * PW_ + 16 * p.SW + 16;
     scratch_.reserve(std::max(threads, 1), plane_floats_);
-    geom_ = {static_cast<size_t>(p.KH), static_cast<size_t>(p.KW), static_cast<size_t>(p.SH), static_cast<size_t>(p.SW),
-             static_cast<size_t>(p.DH), static_cast<size_t>(p.DW), static_cast<size_t>(p.OH), static_cast<size_t>(p.OW)};
+    geom_ = {static_cast<size_t>(p.KH), static_cast<size_t>(p.KW), static_cast<size_t>(p.SH),
+             static_cast<size_t>(p.SW), static_cast<size_t>(p.DH), static_cast<size_t>(p.DW),
+             static_cast<size_t>(p.OH), static_cast<size_t>(p.OW)};
     if (!is_max) {
       inv_h_ = inverse_counts(p.OH, p.H, p.KH, p.SH, p.DH, p.pad_top, p.pad_bottom);
       inv_w_ = inverse_counts(p.OW, p.W, p.KW, p.SW, p.DW, p.pad_left, p.pad_right);

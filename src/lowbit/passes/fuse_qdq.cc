@@ -1,10 +1,10 @@
 // QDQ / QOperator ONNX -> lowbit's quantized ops. Every rewrite here is exact with respect to the
 // graph as imported, up to float rounding of the requantization (at most one u8 step):
 //   1. i8 activations become u8 with zero point + 128 (q_u8 = q_i8 + 128 for every value),
-//   2. DequantizeLinear sinks below MaxPool / Flatten / Reshape / Squeeze / Unsqueeze (they commute
-//      with a monotone per-tensor affine map), and Q(DQ(q)) with identical parameters is q,
-//   3. DQ -> Conv / Gemm / MatMul / Add [-> Relu / Clip] -> Q, DQ -> GlobalAveragePool -> Q,
-//      QLinearConv and QLinearMatMul become QConv / QGemm / QAdd / u8 pooling.
+//   2. DequantizeLinear sinks below Flatten / Reshape / Squeeze / Unsqueeze (pure data movement
+//      commutes with a per-tensor affine map), and Q(DQ(q)) with identical parameters is q,
+//   3. DQ -> Conv / Gemm / MatMul / Add [-> Relu / Clip] -> Q, QLinearConv and QLinearMatMul
+//      become QConv / QGemm / QAdd.
 // What cannot be converted exactly stays as imported, with the reason in attribute `qdq_unfused`.
 #include <algorithm>
 #include <cmath>
@@ -211,8 +211,9 @@ class QdqFuser {
       std::vector<Node> added;
       for (size_t i = 0; i < g_.nodes.size(); ++i) {
         Node& n = g_.nodes[i];
-        bool movable = n.op == "MaxPool" || n.op == "Flatten" || n.op == "Reshape" || n.op == "Squeeze" ||
-                       n.op == "Unsqueeze";
+        // Only pure data movement: u8 MaxPool / GlobalAveragePool have no SIMD kernel (the guard
+        // keeps them fp32 in lowbit's own quantized graphs), so they stay between DQ and Q.
+        bool movable = n.op == "Flatten" || n.op == "Reshape" || n.op == "Squeeze" || n.op == "Unsqueeze";
         if (!movable || n.outputs.size() != 1 || n.inputs.empty()) continue;
         const Node* d = producer(n.inputs[0]);
         auto p = u8_dq(d);
@@ -223,6 +224,7 @@ class QdqFuser {
         ValueId yq = g_.add_value(g_.unique_name(base + "_q"), DType::u8, g_.value(y).shape, g_.value(y).shape_known);
         g_.value(yq).quant = per_tensor(*p);
         std::vector<ValueId> dq_in = d->inputs;
+        dq_in[0] = yq;
         n.inputs[0] = q;
         n.outputs[0] = yq;
         added.push_back(Node{g_.unique_name(n.name + "_dequantize"), "DequantizeLinear", dq_in, {y}, {}});
@@ -498,16 +500,6 @@ class QdqFuser {
     commit(i, std::move(f), t, {a, b});
   }
 
-  void fuse_gap(NodeId i) {
-    const Node& n = g_.nodes[static_cast<size_t>(i)];
-    QuantSet x = act_input(n.inputs[0], "input");
-    Tail t = tail(n.outputs[0], false);
-    if (std::isfinite(t.act_min) || std::isfinite(t.act_max) || !same_params(t.q, x.q))
-      throw Fail{"u8 GlobalAveragePool keeps the input's scale; the output is requantized differently"};
-    Node f{n.name, "GlobalAveragePool", {x.v}, {t.out}, n.attrs};
-    commit(i, std::move(f), t, {x});
-  }
-
   // QLinear*: activation operand `i` with scale / zero point inputs si / zi.
   QuantSet qlinear_act(const Node& n, size_t i, size_t si, size_t zi, const char* what) const {
     ValueId v = n.inputs[i];
@@ -591,7 +583,6 @@ class QdqFuser {
         if (op == "Conv") fuse_conv(id);
         else if (op == "Gemm" || op == "MatMul") fuse_gemm(id);
         else if (op == "Add") fuse_add(id);
-        else if (op == "GlobalAveragePool") fuse_gap(id);
         else if (op == "QLinearConv") fuse_qlinear_conv(id);
         else if (op == "QLinearMatMul") fuse_qlinear_matmul(id);
       } catch (const Fail& f) {
@@ -637,11 +628,13 @@ int fuse_qdq(Graph& g, QdqStats* stats) {
   QdqStats local;
   QdqStats& st = stats ? *stats : local;
   QdqFuser(g, st).run();
-  if (verbose_qdq()) {
+  if (verbose_qdq())
     std::fprintf(stderr, "lowbit qdq: %d rewrite(s), %d quantized op(s) fused\n", st.rewrites, st.fused);
-    for (const QdqNote& n : st.unfused)
-      std::fprintf(stderr, "lowbit qdq:   %s left as is: %s\n", n.node.c_str(), n.reason.c_str());
-  }
+  // Like the guard: an op that stays slow is never silent.
+  if (!st.unfused.empty())
+    std::fprintf(stderr, "lowbit: warning: %zu quantized op(s) of the QDQ/QOperator model stay as imported (fp32 / "
+                 "reference kernels) because lowbit's int8 form cannot express them exactly:\n", st.unfused.size());
+  for (const QdqNote& n : st.unfused) std::fprintf(stderr, "  %s: %s\n", n.node.c_str(), n.reason.c_str());
   return st.rewrites;
 }
 

@@ -22,14 +22,15 @@ struct QdqNote {
 
 struct QdqStats {
   int rewrites = 0;            // i8->u8 flips, DQ sinks, Q(DQ) removals and fusions
-  int fused = 0;               // QConv / QGemm / QAdd / u8 pools created
+  int fused = 0;               // QConv / QGemm / QAdd created
   std::vector<QdqNote> unfused;
 };
 
 // Must run before constant folding (which would turn DequantizeLinear(i8 weights) into fp32
 // weights). A no-op (returns 0 without touching the graph) for graphs without QuantizeLinear,
-// DequantizeLinear, QLinearConv or QLinearMatMul. With LOWBIT_VERBOSE containing "qdq" the
-// unfused ops and their reasons go to stderr.
+// DequantizeLinear, QLinearConv or QLinearMatMul, and for graphs lowbit quantized itself (they
+// hold QConv / QGemm / QAdd already). Ops left as is are reported on stderr with their reasons
+// (as the guard reports slow nodes); LOWBIT_VERBOSE containing "qdq" adds the rewrite counts.
 int fuse_qdq(Graph& g, QdqStats* stats = nullptr);
 
 }  // namespace lowbit

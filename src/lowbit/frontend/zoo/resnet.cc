@@ -16,8 +16,10 @@ ValueId basic_block(Builder& b, const std::string& p, ValueId x, int64_t inplane
   y = b.relu(p + ".relu", b.batch_norm(p + ".bn1", y, planes));
   y = b.batch_norm(p + ".bn2", b.conv(p + ".conv2", y, planes, planes, 3, 1, 1), planes);
   ValueId identity = x;
-  if (stride != 1 || inplanes != planes)
-    identity = b.batch_norm(p + ".downsample.1", b.conv(p + ".downsample.0", x, inplanes, planes, 1, stride, 0), planes);
+  if (stride != 1 || inplanes != planes) {
+    identity = b.conv(p + ".downsample.0", x, inplanes, planes, 1, stride, 0);
+    identity = b.batch_norm(p + ".downsample.1", identity, planes);
+  }
   return b.relu(p + ".relu", b.add(p + ".add", y, identity));
 }
 
@@ -27,8 +29,10 @@ ValueId bottleneck(Builder& b, const std::string& p, ValueId x, int64_t inplanes
   y = b.relu(p + ".relu", b.batch_norm(p + ".bn2", b.conv(p + ".conv2", y, planes, planes, 3, stride, 1), planes));
   y = b.batch_norm(p + ".bn3", b.conv(p + ".conv3", y, planes, out, 1, 1, 0), out);
   ValueId identity = x;
-  if (stride != 1 || inplanes != out)
-    identity = b.batch_norm(p + ".downsample.1", b.conv(p + ".downsample.0", x, inplanes, out, 1, stride, 0), out);
+  if (stride != 1 || inplanes != out) {
+    identity = b.conv(p + ".downsample.0", x, inplanes, out, 1, stride, 0);
+    identity = b.batch_norm(p + ".downsample.1", identity, out);
+  }
   return b.relu(p + ".relu", b.add(p + ".add", y, identity));
 }
 
@@ -54,7 +58,8 @@ Graph build_resnet(const std::string& name, uint64_t seed) {
     for (int i = 0; i < spec.blocks[layer]; ++i) {
       const std::string p = "layer" + std::to_string(layer + 1) + "." + std::to_string(i);
       const int64_t stride = (layer > 0 && i == 0) ? 2 : 1;
-      x = spec.bottleneck ? bottleneck(b, p, x, inplanes, planes, stride) : basic_block(b, p, x, inplanes, planes, stride);
+      x = spec.bottleneck ? bottleneck(b, p, x, inplanes, planes, stride)
+                          : basic_block(b, p, x, inplanes, planes, stride);
       inplanes = planes * expansion;
     }
   }

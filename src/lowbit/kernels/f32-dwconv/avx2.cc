@@ -27,10 +27,11 @@ inline __m256 load_strided(const float* src, size_t s, __m256i gather_idx) {
 }
 
 template <int S, int K>  // K: 0 = generic kernel size, else K x K taps unrolled
-void dwconv_plane(const float* x, size_t ld_x, const F32DwconvGeometry& g, const float* w, float bias,
-                  const float* res, float* y, float min, float max) {
+void dwconv_plane(const float* x, size_t ld_x, const F32DwconvGeometry& g, const float* w, float bias, const float* res,
+                  float* y, float min, float max) {
   const size_t KH = K ? K : g.KH, KW = K ? K : g.KW, SW = S ? S : g.SW;
-  const __m256i gidx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(static_cast<int>(SW)));
+  const __m256i gidx =
+      _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(static_cast<int>(SW)));
   const __m256 lo = _mm256_set1_ps(min), hi = _mm256_set1_ps(max), vb = _mm256_set1_ps(bias);
   for (size_t oh = 0; oh < g.OH; ++oh) {
     const float* base = x + oh * g.SH * ld_x;
@@ -42,12 +43,14 @@ void dwconv_plane(const float* x, size_t ld_x, const F32DwconvGeometry& g, const
         const float* row = base + kh * g.DH * ld_x + ow * SW;
         size_t kw = 0;
         for (; kw + 1 < KW; kw += 2) {
-          acc0 = _mm256_fmadd_ps(_mm256_broadcast_ss(w + kh * KW + kw), load_strided<S>(row + kw * g.DW, SW, gidx), acc0);
+          acc0 =
+              _mm256_fmadd_ps(_mm256_broadcast_ss(w + kh * KW + kw), load_strided<S>(row + kw * g.DW, SW, gidx), acc0);
           acc1 = _mm256_fmadd_ps(_mm256_broadcast_ss(w + kh * KW + kw + 1),
                                  load_strided<S>(row + (kw + 1) * g.DW, SW, gidx), acc1);
         }
         if (kw < KW)
-          acc0 = _mm256_fmadd_ps(_mm256_broadcast_ss(w + kh * KW + kw), load_strided<S>(row + kw * g.DW, SW, gidx), acc0);
+          acc0 =
+              _mm256_fmadd_ps(_mm256_broadcast_ss(w + kh * KW + kw), load_strided<S>(row + kw * g.DW, SW, gidx), acc0);
       }
       __m256 acc = _mm256_add_ps(acc0, acc1);
       const size_t n = g.OW - ow;

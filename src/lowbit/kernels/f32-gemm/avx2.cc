@@ -15,69 +15,91 @@ inline __m256i lane_mask(size_t n) {
 }
 
 template <int MR, int NR>
-inline void gemm_tile(size_t nc, size_t kc, const float* __restrict a, const float* __restrict b, float* c,
-                      size_t ldc, const F32GemmEpilogue& e) {
+inline void gemm_tile(size_t nc, size_t kc, const float* __restrict a, const float* __restrict b, float* c, size_t ldc,
+                      const F32GemmEpilogue& e) {
   constexpr int NV = NR / 8;
-  __m256 acc[MR][NV];
-  #pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r)
-    #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_setzero_ps();
+  // Fewer than 8 accumulators cannot hide FMA latency (4 cycles x 2 pipes): narrow tiles run two
+  // accumulator sets over even and odd k and add them at the end.
+  constexpr int kSets = MR * NV < 8 ? 2 : 1;
+  __m256 acc[kSets][MR][NV];
+#pragma GCC unroll 8
+  for (int s = 0; s < kSets; ++s)
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[s][r][v] = _mm256_setzero_ps();
 
-  for (size_t k = 0; k < kc; ++k) {
+  auto step = [&](int s) {
+    // A (the weights, for conv) is read once per pass from memory: keep ~2 KB of it in flight.
+    _mm_prefetch(reinterpret_cast<const char*>(a + 512), _MM_HINT_T0);
     __m256 bv[NV];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) bv[v] = _mm256_load_ps(b + v * 8);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m256 av = _mm256_broadcast_ss(a + r);
-      #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[s][r][v] = _mm256_fmadd_ps(av, bv[v], acc[s][r][v]);
     }
     a += MR;
     b += NR;
+  };
+  size_t k = 0;
+  if constexpr (kSets == 2) {
+    for (; k + 2 <= kc; k += 2) {
+      step(0);
+      step(1);
+    }
+  }
+  for (; k < kc; ++k) step(0);
+  if constexpr (kSets == 2) {
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[0][r][v] = _mm256_add_ps(acc[0][r][v], acc[1][r][v]);
   }
 
   const bool full = nc == NR;
   __m256i mask[NV];
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int v = 0; v < NV; ++v) {
     const size_t lo = static_cast<size_t>(v) * 8;
     mask[v] = lane_mask(nc <= lo ? 0 : (nc - lo >= 8 ? 8 : nc - lo));
   }
   if (e.init) {
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const float* row = e.init + r * e.ld_init;
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int v = 0; v < NV; ++v)
-        acc[r][v] = _mm256_add_ps(acc[r][v], full ? _mm256_loadu_ps(row + v * 8) : _mm256_maskload_ps(row + v * 8, mask[v]));
+        acc[0][r][v] =
+            _mm256_add_ps(acc[0][r][v], full ? _mm256_loadu_ps(row + v * 8) : _mm256_maskload_ps(row + v * 8, mask[v]));
     }
   }
   if (e.row_bias) {
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m256 bias = _mm256_broadcast_ss(e.row_bias + r);
-      #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_add_ps(acc[r][v], bias);
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[0][r][v] = _mm256_add_ps(acc[0][r][v], bias);
     }
   }
   if (e.col_bias) {
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) {
       const __m256 bias = _mm256_loadu_ps(e.col_bias + v * 8);
-      #pragma GCC unroll 8
-      for (int r = 0; r < MR; ++r) acc[r][v] = _mm256_add_ps(acc[r][v], bias);
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) acc[0][r][v] = _mm256_add_ps(acc[0][r][v], bias);
     }
   }
   // max(lo, x) returns x when x is NaN, so NaNs propagate through the clamp.
   const __m256 lo = _mm256_set1_ps(e.min), hi = _mm256_set1_ps(e.max);
-  #pragma GCC unroll 8
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
     float* row = c + r * ldc;
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) {
-      const __m256 y = _mm256_min_ps(hi, _mm256_max_ps(lo, acc[r][v]));
+      const __m256 y = _mm256_min_ps(hi, _mm256_max_ps(lo, acc[0][r][v]));
       if (full)
         _mm256_storeu_ps(row + v * 8, y);
       else
@@ -88,10 +110,10 @@ inline void gemm_tile(size_t nc, size_t kc, const float* __restrict a, const flo
 
 }  // namespace
 
-#define LOWBIT_F32_GEMM(MR, NR)                                                                                   \
+#define LOWBIT_F32_GEMM(MR, NR)                                                                                 \
   void f32_gemm_##MR##x##NR##__avx2(size_t nc, size_t kc, const float* a, const float* b, float* c, size_t ldc, \
-                                    const F32GemmEpilogue& e) {                                                  \
-    gemm_tile<MR, NR>(nc, kc, a, b, c, ldc, e);                                                                  \
+                                    const F32GemmEpilogue& e) {                                                 \
+    gemm_tile<MR, NR>(nc, kc, a, b, c, ldc, e);                                                                 \
   }
 LOWBIT_F32_GEMM(1, 16)
 LOWBIT_F32_GEMM(2, 16)

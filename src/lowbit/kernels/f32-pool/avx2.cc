@@ -34,7 +34,8 @@ template <int S, bool kMax>
 void pool_plane(const float* x, size_t ld_x, const F32PoolGeometry& g, const float* inv_h, const float* inv_w,
                 float* y) {
   const size_t SW = S ? S : g.SW;
-  const __m256i gidx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(static_cast<int>(SW)));
+  const __m256i gidx =
+      _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(static_cast<int>(SW)));
   for (size_t oh = 0; oh < g.OH; ++oh) {
     const float* base = x + oh * g.SH * ld_x;
     for (size_t ow = 0; ow < g.OW; ow += 8) {
@@ -47,7 +48,8 @@ void pool_plane(const float* x, size_t ld_x, const F32PoolGeometry& g, const flo
           acc = kMax ? _mm256_max_ps(v, acc) : _mm256_add_ps(acc, v);
         }
       }
-      if constexpr (!kMax) acc = _mm256_mul_ps(_mm256_mul_ps(acc, _mm256_set1_ps(inv_h[oh])), _mm256_loadu_ps(inv_w + ow));
+      if constexpr (!kMax)
+        acc = _mm256_mul_ps(_mm256_mul_ps(acc, _mm256_set1_ps(inv_h[oh])), _mm256_loadu_ps(inv_w + ow));
       store_row(y + oh * g.OW + ow, g.OW - ow, acc);
     }
   }

@@ -19,7 +19,8 @@ using ::lowbit::Qu8GemmKernels;
 using ::lowbit::Qu8Im2colRun;
 
 template <int MR, int NR>
-void gemm_tile(size_t nc, size_t kg, const void* a_, const void* b_, uint8_t* c, size_t ldc, const Qu8GemmEpilogue& e) {
+void qu8_gemm_tile__avx2(size_t nc, size_t kg, const void* a_, const void* b_, uint8_t* c, size_t ldc,
+                         const Qu8GemmEpilogue& e) {
   constexpr int NV = NR / 8;
   const int32_t* __restrict a = static_cast<const int32_t*>(a_);
   const __m256i* __restrict b = static_cast<const __m256i*>(b_);
@@ -60,8 +61,8 @@ void gemm_tile(size_t nc, size_t kg, const void* a_, const void* b_, uint8_t* c,
 // Packs kg pairs of an nr-pixel panel as int16 (x - zp_x), pixel-major within a pair:
 // b[(g * nr + j) * 2 + i] = x[koff[2g + i] + pixel j] - zp_x.
 template <int NR>
-void pack_i16(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff, const Qu8Im2colRun* runs, size_t nruns,
-              size_t stride, size_t nr, uint8_t zp_x, void* b_) {
+void qu8_pack_i16__avx2(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff, const Qu8Im2colRun* runs,
+                        size_t nruns, size_t stride, size_t nr, uint8_t zp_x, void* b_) {
   __m256i* b = static_cast<__m256i*>(b_);
   const __m256i zp = _mm256_set1_epi16(zp_x);
   const bool direct = nruns == 1 && runs[0].len == NR && stride == 1;  // one contiguous run: load in place
@@ -101,20 +102,20 @@ const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx2() {
     k.nr = 16;
     k.nr_tail = 8;
     k.kc_max = 512;
-    k.main[1] = gemm_tile<1, 16>;
-    k.main[2] = gemm_tile<2, 16>;
-    k.main[3] = gemm_tile<3, 16>;
-    k.main[4] = gemm_tile<4, 16>;
-    k.main[5] = gemm_tile<5, 16>;
-    k.main[6] = gemm_tile<6, 16>;
-    k.tail[1] = gemm_tile<1, 8>;
-    k.tail[2] = gemm_tile<2, 8>;
-    k.tail[3] = gemm_tile<3, 8>;
-    k.tail[4] = gemm_tile<4, 8>;
-    k.tail[5] = gemm_tile<5, 8>;
-    k.tail[6] = gemm_tile<6, 8>;
-    k.pack = pack_i16<16>;
-    k.pack_tail = pack_i16<8>;
+    k.main[1] = qu8_gemm_tile__avx2<1, 16>;
+    k.main[2] = qu8_gemm_tile__avx2<2, 16>;
+    k.main[3] = qu8_gemm_tile__avx2<3, 16>;
+    k.main[4] = qu8_gemm_tile__avx2<4, 16>;
+    k.main[5] = qu8_gemm_tile__avx2<5, 16>;
+    k.main[6] = qu8_gemm_tile__avx2<6, 16>;
+    k.tail[1] = qu8_gemm_tile__avx2<1, 8>;
+    k.tail[2] = qu8_gemm_tile__avx2<2, 8>;
+    k.tail[3] = qu8_gemm_tile__avx2<3, 8>;
+    k.tail[4] = qu8_gemm_tile__avx2<4, 8>;
+    k.tail[5] = qu8_gemm_tile__avx2<5, 8>;
+    k.tail[6] = qu8_gemm_tile__avx2<6, 8>;
+    k.pack = qu8_pack_i16__avx2<16>;
+    k.pack_tail = qu8_pack_i16__avx2<8>;
     return k;
   }();
   return ks;

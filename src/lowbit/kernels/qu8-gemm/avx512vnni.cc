@@ -19,10 +19,18 @@ namespace {
 
 using ::lowbit::Qu8GemmEpilogue;
 using ::lowbit::Qu8GemmKernels;
+using ::lowbit::Qu8Im2colRun;
+
+template <int NR>
+void qu8_pack_u8x4__avx512vnni(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff,
+                               const Qu8Im2colRun* runs, size_t nruns, size_t stride, size_t nr, uint8_t zp_x,
+                               void* b) {
+  pack_u8x4<NR>(kg, x, avail, koff, runs, nruns, stride, nr, zp_x, b);
+}
 
 template <int MR>
-void gemm_tile_16(size_t nc, size_t kg, const void* a_, const void* b_, uint8_t* c, size_t ldc,
-                  const Qu8GemmEpilogue& e) {
+void qu8_gemm_tile16__avx512vnni(size_t nc, size_t kg, const void* a_, const void* b_, uint8_t* c, size_t ldc,
+                                 const Qu8GemmEpilogue& e) {
   const int32_t* __restrict a = static_cast<const int32_t*>(a_);
   const __m512i* __restrict b = static_cast<const __m512i*>(b_);
   __m512i acc[MR];
@@ -50,8 +58,8 @@ void gemm_tile_16(size_t nc, size_t kg, const void* a_, const void* b_, uint8_t*
 }
 
 template <int MR>
-void gemm_tile_8(size_t nc, size_t kg, const void* a_, const void* b_, uint8_t* c, size_t ldc,
-                 const Qu8GemmEpilogue& e) {
+void qu8_gemm_tile8__avx512vnni(size_t nc, size_t kg, const void* a_, const void* b_, uint8_t* c, size_t ldc,
+                                const Qu8GemmEpilogue& e) {
   const int32_t* __restrict a = static_cast<const int32_t*>(a_);
   const __m256i* __restrict b = static_cast<const __m256i*>(b_);
   __m256i acc[MR][1];
@@ -77,7 +85,8 @@ void gemm_tile_8(size_t nc, size_t kg, const void* a_, const void* b_, uint8_t* 
 
 template <int... MRs>
 void fill(Qu8GemmKernels& k, std::integer_sequence<int, MRs...>) {
-  ((k.main[MRs + 1] = gemm_tile_16<MRs + 1>, k.tail[MRs + 1] = gemm_tile_8<MRs + 1>), ...);
+  ((k.main[MRs + 1] = qu8_gemm_tile16__avx512vnni<MRs + 1>, k.tail[MRs + 1] = qu8_gemm_tile8__avx512vnni<MRs + 1>),
+   ...);
 }
 
 }  // namespace
@@ -93,8 +102,8 @@ const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx512vnni() {
     k.nr_tail = 8;
     k.kc_max = 1024;
     fill(k, std::make_integer_sequence<int, 12>{});
-    k.pack = pack_u8x4<16>;
-    k.pack_tail = pack_u8x4<8>;
+    k.pack = qu8_pack_u8x4__avx512vnni<16>;
+    k.pack_tail = qu8_pack_u8x4__avx512vnni<8>;
     return k;
   }();
   return ks;

@@ -11,6 +11,13 @@ namespace {
 
 using ::lowbit::Qu8GemmEpilogue;
 using ::lowbit::Qu8GemmKernels;
+using ::lowbit::Qu8Im2colRun;
+
+template <int NR>
+void qu8_pack_u8x4__avxvnni(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff,
+                            const Qu8Im2colRun* runs, size_t nruns, size_t stride, size_t nr, uint8_t zp_x, void* b) {
+  pack_u8x4<NR>(kg, x, avail, koff, runs, nruns, stride, nr, zp_x, b);
+}
 
 inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) {
 #ifdef LOWBIT_USE_SIMDE
@@ -21,7 +28,8 @@ inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) {
 }
 
 template <int MR, int NR>
-void gemm_tile(size_t nc, size_t kg, const void* a_, const void* b_, uint8_t* c, size_t ldc, const Qu8GemmEpilogue& e) {
+void qu8_gemm_tile__avxvnni(size_t nc, size_t kg, const void* a_, const void* b_, uint8_t* c, size_t ldc,
+                            const Qu8GemmEpilogue& e) {
   constexpr int NV = NR / 8;
   const int32_t* __restrict a = static_cast<const int32_t*>(a_);
   const __m256i* __restrict b = static_cast<const __m256i*>(b_);
@@ -68,20 +76,20 @@ const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avxvnni() {
     k.nr = 16;
     k.nr_tail = 8;
     k.kc_max = 1024;
-    k.main[1] = gemm_tile<1, 16>;
-    k.main[2] = gemm_tile<2, 16>;
-    k.main[3] = gemm_tile<3, 16>;
-    k.main[4] = gemm_tile<4, 16>;
-    k.main[5] = gemm_tile<5, 16>;
-    k.main[6] = gemm_tile<6, 16>;
-    k.tail[1] = gemm_tile<1, 8>;
-    k.tail[2] = gemm_tile<2, 8>;
-    k.tail[3] = gemm_tile<3, 8>;
-    k.tail[4] = gemm_tile<4, 8>;
-    k.tail[5] = gemm_tile<5, 8>;
-    k.tail[6] = gemm_tile<6, 8>;
-    k.pack = pack_u8x4<16>;
-    k.pack_tail = pack_u8x4<8>;
+    k.main[1] = qu8_gemm_tile__avxvnni<1, 16>;
+    k.main[2] = qu8_gemm_tile__avxvnni<2, 16>;
+    k.main[3] = qu8_gemm_tile__avxvnni<3, 16>;
+    k.main[4] = qu8_gemm_tile__avxvnni<4, 16>;
+    k.main[5] = qu8_gemm_tile__avxvnni<5, 16>;
+    k.main[6] = qu8_gemm_tile__avxvnni<6, 16>;
+    k.tail[1] = qu8_gemm_tile__avxvnni<1, 8>;
+    k.tail[2] = qu8_gemm_tile__avxvnni<2, 8>;
+    k.tail[3] = qu8_gemm_tile__avxvnni<3, 8>;
+    k.tail[4] = qu8_gemm_tile__avxvnni<4, 8>;
+    k.tail[5] = qu8_gemm_tile__avxvnni<5, 8>;
+    k.tail[6] = qu8_gemm_tile__avxvnni<6, 8>;
+    k.pack = qu8_pack_u8x4__avxvnni<16>;
+    k.pack_tail = qu8_pack_u8x4__avxvnni<8>;
     return k;
   }();
   return ks;

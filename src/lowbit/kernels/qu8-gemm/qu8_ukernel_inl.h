@@ -36,10 +36,12 @@ inline void qu8_gather_row(const uint8_t* x, size_t avail, int64_t koff, const :
 }
 
 // Packs kg groups of 4 k values of an NR-pixel panel as raw u8, pixel-major within a group:
-// b[(g * NR + j) * 4 + i] = x[koff[4g + i] + pixel j] (the VNNI operand layout).
+// b[(g * NR + j) * 4 + i] = x[koff[4g + i] + pixel j] (the VNNI operand layout). Always inlined
+// into each ISA's own packer (qu8_pack_u8x4__<isa>), so every copy carries its ISA in its name.
 template <int NR>
-void pack_u8x4(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff, const ::lowbit::Qu8Im2colRun* runs,
-               size_t nruns, size_t stride, size_t nr, uint8_t zp_x, void* b_) {
+[[gnu::always_inline]] inline void pack_u8x4(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff,
+                                             const ::lowbit::Qu8Im2colRun* runs, size_t nruns, size_t stride, size_t nr,
+                                             uint8_t zp_x, void* b_) {
   __m128i* b = static_cast<__m128i*>(b_);
   const bool direct = nruns == 1 && runs[0].len == NR && stride == 1;
   alignas(16) uint8_t t[4][48];  // rows 16-byte aligned: NR + 32 rounded up

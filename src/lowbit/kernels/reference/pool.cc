@@ -166,13 +166,27 @@ void average_pool(const Graph& g, const Node& n, std::span<const TensorView> in,
   }
 }
 
+// u8 GlobalAveragePool keeps the input's quantization: q = int(nearbyintf(float(sum_q) / float(HW)))
+// (notes/quant_ir.md; the fast kernel in kernels/qu8-pool matches it byte for byte).
+void global_average_pool_u8(const TensorView& x, int64_t planes, int64_t inner, const TensorView& y) {
+  const uint8_t* xp = x.as<uint8_t>();
+  uint8_t* yp = y.as<uint8_t>();
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    int64_t sum = 0;
+    for (int64_t i = 0; i < inner; ++i) sum += xp[plane * inner + i];
+    const float q = std::nearbyintf(static_cast<float>(sum) / static_cast<float>(inner));
+    yp[plane] = static_cast<uint8_t>(std::clamp(static_cast<int>(q), 0, 255));
+  }
+}
+
 template <bool kMax>
 void global_pool(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
-  if (in[0].dtype != DType::f32) fail(n, "reference global pooling expects f32");
   const Shape& s = in[0].shape;
   if (s.size() < 2) fail(n, "global pooling expects rank >= 2");
   int64_t inner = 1;
   for (size_t i = 2; i < s.size(); ++i) inner *= s[i];
+  if (!kMax && in[0].dtype == DType::u8) return global_average_pool_u8(in[0], s[0] * s[1], inner, out[0]);
+  if (in[0].dtype != DType::f32) fail(n, "reference global pooling expects f32");
   const float* x = in[0].as<float>();
   float* y = out[0].as<float>();
   for (int64_t plane = 0; plane < s[0] * s[1]; ++plane) {

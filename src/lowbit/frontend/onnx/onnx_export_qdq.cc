@@ -1,0 +1,386 @@
+#include "lowbit/frontend/onnx/onnx_export_qdq.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "lowbit/common/error.h"
+#include "lowbit/dispatch/registry.h"
+#include "lowbit/frontend/onnx/onnx_export.h"
+
+namespace lowbit {
+namespace {
+
+using TP = onnx::TensorProto;
+
+int elem_type(DType t, const std::string& what) {
+  switch (t) {
+    case DType::f32: return TP::FLOAT;
+    case DType::i64: return TP::INT64;
+    case DType::i32: return TP::INT32;
+    case DType::u8: return TP::UINT8;
+    case DType::i8: return TP::INT8;
+    case DType::boolean: return TP::BOOL;
+    default: throw Error(what + ": dtype " + dtype_name(t) + " has no ONNX equivalent");
+  }
+}
+
+bool is_u8_pass_through(const std::string& op) {
+  return op == "MaxPool" || op == "Flatten" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze";
+}
+
+class QdqExporter {
+ public:
+  explicit QdqExporter(const Graph& g) : g_(g) {}
+
+  std::string run() {
+    onnx::ModelProto model;
+    model.set_ir_version(7);
+    model.set_producer_name("lowbit");
+    auto* opset = model.add_opset_import();
+    opset->set_domain("");
+    opset->set_version(kExportOnnxOpset);
+    gp_ = model.mutable_graph();
+    gp_->set_name(g_.name.empty() ? "lowbit" : g_.name);
+    for (const Value& v : g_.values) used_.insert(v.name);
+    for (ValueId id : g_.inputs) value_info(gp_->add_input(), id);
+    for (ValueId id : g_.outputs) value_info(gp_->add_output(), id);
+    for (const Node& n : g_.nodes) emit(n);
+    std::string bytes;
+    if (!model.SerializeToString(&bytes)) throw Error("failed to serialise the ONNX model (over 2 GiB?)");
+    return bytes;
+  }
+
+ private:
+  // ---- names, initializers, value infos ----
+
+  std::string fresh(const std::string& base) {
+    std::string n = base;
+    for (int i = 1; !used_.insert(n).second; ++i) n = base + "_" + std::to_string(i);
+    return n;
+  }
+
+  void value_info(onnx::ValueInfoProto* vi, ValueId id) {
+    const Value& v = g_.value(id);
+    vi->set_name(v.name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(elem_type(v.dtype, "value '" + v.name + "'"));
+    if (!v.shape_known) return;
+    auto* shape = tt->mutable_shape();
+    for (int64_t d : v.shape) shape->add_dim()->set_dim_value(d);
+  }
+
+  std::string initializer(const std::string& base, const Tensor& t) {
+    std::string name = fresh(base);
+    TP* p = gp_->add_initializer();
+    p->set_name(name);
+    p->set_data_type(elem_type(t.dtype(), "initializer '" + base + "'"));
+    for (int64_t d : t.shape()) p->add_dims(d);
+    if (t.nbytes() > 0) p->set_raw_data(t.raw(), static_cast<size_t>(t.nbytes()));
+    return name;
+  }
+  template <class T>
+  std::string vec_init(const std::string& base, DType dt, const std::vector<T>& v, bool scalar) {
+    Tensor t(dt, scalar ? Shape{} : Shape{static_cast<int64_t>(v.size())});
+    for (size_t i = 0; i < v.size(); ++i) {
+      switch (dt) {
+        case DType::f32: t.data<float>()[i] = static_cast<float>(v[i]); break;
+        case DType::u8: t.data<uint8_t>()[i] = static_cast<uint8_t>(v[i]); break;
+        case DType::i8: t.data<int8_t>()[i] = static_cast<int8_t>(v[i]); break;
+        case DType::i32: t.data<int32_t>()[i] = static_cast<int32_t>(v[i]); break;
+        default: throw Error("internal: vec_init dtype");
+      }
+    }
+    return initializer(base, t);
+  }
+
+  // The ONNX name of value v (constants become initializers the first time they are used).
+  std::string name(ValueId v) {
+    if (v == kNoValue) return "";
+    const Value& val = g_.value(v);
+    if (!val.constant) return val.name;
+    auto it = const_names_.find(v);
+    if (it != const_names_.end()) return it->second;
+    used_.erase(val.name);  // reserved above for the constant itself
+    return const_names_[v] = initializer(val.name, *val.constant);
+  }
+
+  onnx::NodeProto* node(const std::string& op, const std::string& base, const std::vector<std::string>& in,
+                        const std::vector<std::string>& out) {
+    auto* p = gp_->add_node();
+    p->set_name(fresh(base));
+    p->set_op_type(op);
+    for (auto& s : in) p->add_input(s);
+    for (auto& s : out) p->add_output(s);
+    return p;
+  }
+
+  static void attr_int(onnx::NodeProto* p, const std::string& k, int64_t v) {
+    auto* a = p->add_attribute();
+    a->set_name(k);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  static void copy_attr(onnx::NodeProto* p, const std::string& k, const AttrValue& v) {
+    auto* a = p->add_attribute();
+    a->set_name(k);
+    using AP = onnx::AttributeProto;
+    if (auto* i = std::get_if<int64_t>(&v)) {
+      a->set_type(AP::INT);
+      a->set_i(*i);
+    } else if (auto* f = std::get_if<float>(&v)) {
+      a->set_type(AP::FLOAT);
+      a->set_f(*f);
+    } else if (auto* s = std::get_if<std::string>(&v)) {
+      a->set_type(AP::STRING);
+      a->set_s(*s);
+    } else if (auto* is = std::get_if<std::vector<int64_t>>(&v)) {
+      a->set_type(AP::INTS);
+      for (int64_t x : *is) a->add_ints(x);
+    } else if (auto* fs = std::get_if<std::vector<float>>(&v)) {
+      a->set_type(AP::FLOATS);
+      for (float x : *fs) a->add_floats(x);
+    } else {
+      throw Error("attribute '" + k + "' cannot be exported in QDQ form");
+    }
+  }
+  // ONNX attributes of n, without lowbit-internal ones (fused clamp, pinned kernel, notes).
+  static void copy_attrs(onnx::NodeProto* p, const Node& n) {
+    for (const auto& [k, v] : n.attrs.all()) {
+      bool skip = k == "act_min" || k == "act_max" || k == "qdq_unfused" || k == "coerce_2d" || k == kPinnedKernelAttr;
+      if (!skip) copy_attr(p, k, v);
+    }
+  }
+
+  // ---- quantization helpers ----
+
+  static const QuantParams& quant(const Graph& g, const Node& n, ValueId v) {
+    const Value& val = g.value(v);
+    if (!val.quant || val.quant->scale.empty())
+      throw Error("node " + n.label() + ": value '" + val.name + "' has no quantization parameters");
+    return *val.quant;
+  }
+
+  std::pair<std::string, std::string> scale_zp(const QuantParams& q, DType dt) {
+    auto key = std::make_pair(q.scale[0], q.zero_point[0] + (dt == DType::i8 ? 1000 : 0));
+    auto it = sz_cache_.find(key);
+    if (it != sz_cache_.end()) return it->second;
+    auto r = std::make_pair(vec_init("scale", DType::f32, std::vector<float>{q.scale[0]}, true),
+                            vec_init("zero_point", dt, std::vector<int32_t>{q.zero_point[0]}, true));
+    return sz_cache_[key] = r;
+  }
+
+  // A fresh DequantizeLinear per use: ORT's QDQ selectors want one consumer per DQ.
+  std::string dq(ValueId v, const Node& n) {
+    const Value& val = g_.value(v);
+    if (val.dtype != DType::u8) return name(v);
+    const QuantParams& q = quant(g_, n, v);
+    auto [s, z] = scale_zp(q, DType::u8);
+    std::string out = fresh(val.name + "_dq");
+    node("DequantizeLinear", val.name + "_dequantize", {name(v), s, z}, {out});
+    return out;
+  }
+  std::string q(const std::string& src, const QuantParams& qp, const std::string& out, const std::string& base) {
+    auto [s, z] = scale_zp(qp, DType::u8);
+    node("QuantizeLinear", base, {src, s, z}, {out});
+    return out;
+  }
+
+  // i8 weights (per output channel along axis 0) -> DequantizeLinear.
+  std::string dq_weights(const Node& n, ValueId w) {
+    const Value& wv = g_.value(w);
+    if (!wv.constant || wv.dtype != DType::i8) throw Error("node " + n.label() + ": weights must be constant i8");
+    const QuantParams& qw = quant(g_, n, w);
+    const bool per_channel = qw.scale.size() > 1;
+    std::string data = name(w);
+    std::string s = vec_init(wv.name + "_scale", DType::f32, qw.scale, !per_channel);
+    std::string z = vec_init(wv.name + "_zero_point", DType::i8, qw.zero_point, !per_channel);
+    std::string out = fresh(wv.name + "_dq");
+    auto* p = node("DequantizeLinear", wv.name + "_dequantize", {data, s, z}, {out});
+    if (per_channel) attr_int(p, "axis", 0);
+    return out;
+  }
+
+  // f32 bias -> i32 in units of s_x * s_w[m] (float product, as ONNX Runtime's quantizer does),
+  // dequantized: QDQ fusion into QLinearConv needs the bias in that form.
+  std::string dq_bias(const Node& n, ValueId b, const QuantParams& qx, const QuantParams& qw) {
+    if (b == kNoValue) return "";
+    const Tensor* t = g_.constant(b);
+    if (!t || t->dtype() != DType::f32) throw Error("node " + n.label() + ": bias must be a constant f32");
+    const int64_t M = t->numel();
+    std::vector<float> scale(static_cast<size_t>(M));
+    std::vector<int32_t> q(static_cast<size_t>(M));
+    for (int64_t m = 0; m < M; ++m) {
+      const float sw = qw.scale[qw.scale.size() == 1 ? 0 : static_cast<size_t>(m)];
+      const float s = qx.scale[0] * sw;
+      const double v = std::nearbyint(double(t->data<float>()[m]) / s);
+      scale[size_t(m)] = s;
+      q[size_t(m)] = static_cast<int32_t>(std::clamp(v, -2147483647.0, 2147483647.0));
+    }
+    const std::string base = g_.value(b).name;
+    std::string data = vec_init(base + "_i32", DType::i32, q, false);
+    std::string s = vec_init(base + "_scale", DType::f32, scale, false);
+    std::string out = fresh(base + "_dq");
+    auto* p = node("DequantizeLinear", base + "_dequantize", {data, s}, {out});
+    attr_int(p, "axis", 0);
+    return out;
+  }
+
+  // The u8 clamp [lo, hi] that lowbit applies for act_min / act_max on an output (s, z).
+  static std::pair<int32_t, int32_t> qclamp(float act_min, float act_max, float s, int32_t z) {
+    auto bound = [&](float a, int32_t absent) {
+      if (!std::isfinite(a)) return absent;
+      float r = std::min(std::max(std::nearbyintf(a / s), -1e6f), 1e6f);
+      return std::clamp(static_cast<int32_t>(r) + z, 0, 255);
+    };
+    return {bound(act_min, 0), bound(act_max, 255)};
+  }
+
+  // Relu / Clip for act_min / act_max; left out where the output's QuantizeLinear clamps the same.
+  std::string activation(const Node& n, const std::string& src, const QuantParams* qy) {
+    const float lo = n.attrs.get_float("act_min", -INFINITY), hi = n.attrs.get_float("act_max", INFINITY);
+    if (!std::isfinite(lo) && !std::isfinite(hi)) return src;
+    if (qy) {
+      auto [ql, qh] = qclamp(lo, hi, qy->scale[0], qy->zero_point[0]);
+      if (ql == 0 && qh == 255) return src;
+    }
+    std::string out = fresh(n.name + "_act");
+    if (lo == 0.f && !std::isfinite(hi)) {
+      node("Relu", n.name + "_relu", {src}, {out});
+    } else {
+      std::string mn = std::isfinite(lo) ? vec_init(n.name + "_min", DType::f32, std::vector<float>{lo}, true) : "";
+      std::string mx = std::isfinite(hi) ? vec_init(n.name + "_max", DType::f32, std::vector<float>{hi}, true) : "";
+      node("Clip", n.name + "_clip", {src, mn, mx}, {out});
+    }
+    return out;
+  }
+
+  // ---- per op ----
+
+  void emit(const Node& n) {
+    if (n.op == "QConv") return emit_qconv(n);
+    if (n.op == "QGemm") return emit_qgemm(n);
+    if (n.op == "QAdd") return emit_qadd(n);
+    const bool u8_in = !n.inputs.empty() && n.inputs[0] != kNoValue && g_.value(n.inputs[0]).dtype == DType::u8;
+    if (u8_in && n.op == "GlobalAveragePool") {
+      std::string x = dq(n.inputs[0], n);
+      std::string t = fresh(n.name + "_f32");
+      node("GlobalAveragePool", n.name, {x}, {t});
+      q(t, quant(g_, n, n.outputs[0]), name(n.outputs[0]), n.name + "_quantize");
+      return;
+    }
+    if (u8_in && !is_u8_pass_through(n.op) && n.op != "DequantizeLinear")
+      throw Error("node " + n.label() + " reads u8 data and has no QDQ export");
+    emit_float(n);
+  }
+
+  // fp32 nodes (and Q / DQ / u8 moves) as they are, with lowbit's fused epilogues spelled out.
+  void emit_float(const Node& n) {
+    const bool conv_residual = n.op == "Conv" && Graph::input_or_none(n, 3) != kNoValue;
+    const bool act = n.attrs.has("act_min") || n.attrs.has("act_max");
+    if (n.op == "Softmax" && n.attrs.get_int("coerce_2d", 0) != 0)
+      throw Error("node " + n.label() + ": coerce_2d (opset < 13 Softmax) has no opset-13 form");
+    std::vector<std::string> in;
+    const size_t n_in = conv_residual ? 3 : n.inputs.size();
+    for (size_t i = 0; i < n_in; ++i) in.push_back(name(n.inputs[i]));
+    while (!in.empty() && in.back().empty()) in.pop_back();
+    std::vector<std::string> out;
+    for (ValueId o : n.outputs) out.push_back(o == kNoValue ? "" : g_.value(o).name);
+    const std::string final_out = out.empty() ? "" : out[0];
+    if (conv_residual || act) out[0] = fresh(n.name + "_pre");
+    auto* p = node(n.op, n.name, in, out);
+    copy_attrs(p, n);
+    std::string cur = out.empty() ? "" : out[0];
+    if (conv_residual) {
+      std::string s = fresh(n.name + "_sum");
+      node("Add", n.name + "_add", {cur, name(n.inputs[3])}, {s});
+      cur = s;
+    }
+    if (conv_residual || act) {
+      cur = activation(n, cur, nullptr);
+      node("Identity", n.name + "_out", {cur}, {final_out});
+    }
+  }
+
+  void emit_qconv(const Node& n) {
+    const QuantParams& qx = quant(g_, n, n.inputs[0]);
+    const QuantParams& qw = quant(g_, n, n.inputs[1]);
+    const QuantParams& qy = quant(g_, n, n.outputs[0]);
+    std::vector<std::string> in{dq(n.inputs[0], n), dq_weights(n, n.inputs[1])};
+    if (ValueId b = Graph::input_or_none(n, 2); b != kNoValue) in.push_back(dq_bias(n, b, qx, qw));
+    std::string c = fresh(n.name + "_conv");
+    auto* p = node("Conv", n.name, in, {c});
+    for (const char* k : {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad"})
+      if (n.attrs.has(k)) copy_attr(p, k, n.attrs.all().at(k));
+    if (ValueId r = Graph::input_or_none(n, 3); r != kNoValue) {
+      // QDQ has no fused residual: quantize the convolution over [Ymin - Rmax, Ymax - Rmin] (the
+      // only part of its range that can reach the clamped output), then a quantized Add.
+      const QuantParams& qr = quant(g_, n, r);
+      auto [lo, hi] = qclamp(n.attrs.get_float("act_min", -INFINITY), n.attrs.get_float("act_max", INFINITY),
+                             qy.scale[0], qy.zero_point[0]);
+      const double ymin = double(qy.scale[0]) * (lo - qy.zero_point[0]),
+                   ymax = double(qy.scale[0]) * (hi - qy.zero_point[0]);
+      const double rmin = double(qr.scale[0]) * (0 - qr.zero_point[0]),
+                   rmax = double(qr.scale[0]) * (255 - qr.zero_point[0]);
+      const double L = std::min(ymin - rmax, 0.0), U = std::max(ymax - rmin, 0.0);
+      QuantParams qc;
+      qc.scale = {static_cast<float>(U > L ? (U - L) / 255.0 : 1.0)};
+      qc.zero_point = {std::clamp(static_cast<int32_t>(std::nearbyint(-L / qc.scale[0])), 0, 255)};
+      std::string cq = q(c, qc, fresh(n.name + "_conv_q"), n.name + "_conv_quantize");
+      auto [s, z] = scale_zp(qc, DType::u8);
+      std::string cdq = fresh(n.name + "_conv_dq");
+      node("DequantizeLinear", n.name + "_conv_dequantize", {cq, s, z}, {cdq});
+      std::string sum = fresh(n.name + "_sum");
+      node("Add", n.name + "_add", {cdq, dq(r, n)}, {sum});
+      c = sum;
+    }
+    q(activation(n, c, &qy), qy, name(n.outputs[0]), n.name + "_quantize");
+  }
+
+  void emit_qgemm(const Node& n) {
+    const QuantParams& qx = quant(g_, n, n.inputs[0]);
+    const QuantParams& qw = quant(g_, n, n.inputs[1]);
+    std::vector<std::string> in{dq(n.inputs[0], n), dq_weights(n, n.inputs[1])};
+    if (ValueId b = Graph::input_or_none(n, 2); b != kNoValue) in.push_back(dq_bias(n, b, qx, qw));
+    const bool u8_out = g_.value(n.outputs[0]).dtype == DType::u8;
+    const QuantParams* qy = u8_out ? &quant(g_, n, n.outputs[0]) : nullptr;
+    std::string c = fresh(n.name + "_gemm");
+    auto* p = node("Gemm", n.name, in, {c});
+    attr_int(p, "transB", 1);
+    std::string a = activation(n, c, qy);
+    if (u8_out) q(a, *qy, name(n.outputs[0]), n.name + "_quantize");
+    else node("Identity", n.name + "_out", {a}, {name(n.outputs[0])});
+  }
+
+  void emit_qadd(const Node& n) {
+    const QuantParams& qy = quant(g_, n, n.outputs[0]);
+    std::string s = fresh(n.name + "_sum");
+    node("Add", n.name, {dq(n.inputs[0], n), dq(n.inputs[1], n)}, {s});
+    q(activation(n, s, &qy), qy, name(n.outputs[0]), n.name + "_quantize");
+  }
+
+  const Graph& g_;
+  onnx::GraphProto* gp_ = nullptr;
+  std::set<std::string> used_;
+  std::map<ValueId, std::string> const_names_;
+  std::map<std::pair<float, int32_t>, std::pair<std::string, std::string>> sz_cache_;
+};
+
+}  // namespace
+
+std::string export_onnx_qdq_bytes(const Graph& g) { return QdqExporter(g).run(); }
+
+void export_onnx_qdq(const Graph& g, const std::string& path) {
+  std::string bytes = export_onnx_qdq_bytes(g);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw Error("cannot open '" + path + "' for writing");
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f) throw Error("failed writing '" + path + "'");
+}
+
+}  // namespace lowbit

@@ -1,0 +1,102 @@
+// AVX2 u8 pooling: MaxPool takes vpmaxub over 32 output pixels per step (the phase layout makes
+// every tap a contiguous load); GlobalAveragePool sums with vpsadbw (8 bytes -> one u64 lane,
+// exact) and rounds like the reference.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "lowbit/kernels/qu8-pool/qu8_pool.h"
+
+namespace lowbit {
+
+void qu8_pool_phase_row__avx2(const uint8_t* src, size_t W, size_t pad_left, size_t SW, size_t ld_phase,
+                              uint8_t* dst) {
+  if (SW == 1) {
+    std::memset(dst, 0, pad_left);
+    std::memcpy(dst + pad_left, src, W);
+    std::memset(dst + pad_left + W, 0, ld_phase - pad_left - W);
+    return;
+  }
+  std::memset(dst, 0, SW * ld_phase);
+  size_t i = 0;
+  if (SW == 2) {
+    // Even source bytes go to one phase, odd ones to the other: 32 bytes -> 16 + 16 per step.
+    const __m256i split = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,  //
+                                           0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    uint8_t* even = dst + (pad_left & 1) * ld_phase + pad_left / 2;
+    uint8_t* odd = dst + ((pad_left + 1) & 1) * ld_phase + (pad_left + 1) / 2;
+    for (; i + 32 <= W; i += 32) {
+      const __m256i v = _mm256_permute4x64_epi64(
+          _mm256_shuffle_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)), split), 0xD8);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(even + i / 2), _mm256_castsi256_si128(v));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(odd + i / 2), _mm256_extracti128_si256(v, 1));
+    }
+  }
+  for (; i < W; ++i) {
+    const size_t c = pad_left + i;
+    dst[(c % SW) * ld_phase + c / SW] = src[i];
+  }
+}
+
+void qu8_maxpool2d_chw__avx2(const uint8_t* x, const Qu8PoolGeometry& g, uint8_t* y) {
+  const size_t ld_row = g.SW * g.ld_phase;
+  // Offset of each kernel column within a padded row's phases (computed per tap past 64).
+  size_t kw_off[64];
+  const size_t nkw = std::min<size_t>(g.KW, 64);
+  for (size_t kw = 0; kw < nkw; ++kw) kw_off[kw] = (kw * g.DW) % g.SW * g.ld_phase + kw * g.DW / g.SW;
+  for (size_t oh = 0; oh < g.OH; ++oh) {
+    const uint8_t* base = x + oh * g.SH * ld_row;
+    uint8_t* yr = y + oh * g.OW;
+    for (size_t ow = 0; ow < g.OW; ow += 32) {
+      __m256i acc = _mm256_setzero_si256();
+      for (size_t kh = 0; kh < g.KH; ++kh) {
+        const uint8_t* row = base + kh * g.DH * ld_row + ow;
+        for (size_t kw = 0; kw < g.KW; ++kw) {
+          const size_t off = kw < 64 ? kw_off[kw] : (kw * g.DW) % g.SW * g.ld_phase + kw * g.DW / g.SW;
+          acc = _mm256_max_epu8(acc, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + off)));
+        }
+      }
+      const size_t n = g.OW - ow;
+      if (n >= 32) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(yr + ow), acc);
+      } else {
+        alignas(32) uint8_t tmp[32];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(tmp), acc);
+        std::memcpy(yr + ow, tmp, n);
+      }
+    }
+  }
+}
+
+void qu8_global_avgpool__avx2(const uint8_t* x, size_t n, size_t channels, uint8_t* y) {
+  const __m256i zero = _mm256_setzero_si256();
+  for (size_t c = 0; c < channels; ++c, x += n) {
+    __m256i s0 = zero, s1 = zero;
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+      s0 = _mm256_add_epi64(s0, _mm256_sad_epu8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), zero));
+      s1 = _mm256_add_epi64(s1,
+                            _mm256_sad_epu8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 32)), zero));
+    }
+    if (i + 32 <= n) {
+      s0 = _mm256_add_epi64(s0, _mm256_sad_epu8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), zero));
+      i += 32;
+    }
+    if (i + 16 <= n) {
+      const __m128i v = _mm_sad_epu8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)), _mm_setzero_si128());
+      s1 = _mm256_add_epi64(s1, _mm256_zextsi128_si256(v));
+      i += 16;
+    }
+    const __m256i s = _mm256_add_epi64(s0, s1);
+    const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    int64_t sum = _mm_cvtsi128_si64(_mm_add_epi64(h, _mm_unpackhi_epi64(h, h)));
+    for (; i < n; ++i) sum += x[i];
+    // The contract's rounding: float(sum) / float(HW), to nearest even (the mean is in [0, 255]).
+    const float q = std::nearbyintf(static_cast<float>(sum) / static_cast<float>(n));
+    y[c] = static_cast<uint8_t>(std::clamp(static_cast<int>(q), 0, 255));
+  }
+}
+
+}  // namespace lowbit

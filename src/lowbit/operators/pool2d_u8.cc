@@ -1,0 +1,97 @@
+// u8 pooling drivers, parallel over (image, channel) planes. MaxPool copies each plane into a
+// per-thread buffer padded with 0 (never a window's maximum) and split into column phases
+// (kernels/qu8-pool/qu8_pool.h), large enough for every window including ceil_mode overhang.
+#include "lowbit/operators/pool2d_u8.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "lowbit/ir/op_params.h"
+#include "lowbit/kernels/qu8-pool/qu8_pool.h"
+#include "lowbit/operators/operator_util.h"
+#include "lowbit/operators/qconv2d_u8.h"
+
+namespace lowbit {
+namespace {
+
+class MaxPoolU8 final : public Kernel {
+ public:
+  MaxPoolU8(const Pool2dParams& p, int threads) : p_(p) {
+    PH_ = std::max(p.H + p.pad_top + p.pad_bottom, (p.OH - 1) * p.SH + (p.KH - 1) * p.DH + 1);
+    const int64_t PW = std::max(p.W + p.pad_left + p.pad_right, (p.OW - 1) * p.SW + (p.KW - 1) * p.DW + 1);
+    geom_ = {static_cast<size_t>(p.KH), static_cast<size_t>(p.KW), static_cast<size_t>(p.SH),
+             static_cast<size_t>(p.SW), static_cast<size_t>(p.DH), static_cast<size_t>(p.DW),
+             static_cast<size_t>(p.OH), static_cast<size_t>(p.OW), static_cast<size_t>(ops::ceil_div(PW, p.SW) + 32)};
+    ld_row_ = p.SW * static_cast<int64_t>(geom_.ld_phase);
+    plane_floats_ = ops::ceil_div(PH_ * ld_row_, 4);
+    scratch_.reserve(std::max(threads, 1), plane_floats_);
+  }
+
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+    scratch_.reserve(pool.size(), plane_floats_);
+    const uint8_t* x = in[0].as<uint8_t>();
+    uint8_t* y = out[0].as<uint8_t>();
+    pool.parallel_for(p_.N * p_.C, [&](int64_t plane_index, int thread) {
+      uint8_t* plane = reinterpret_cast<uint8_t*>(scratch_.get(thread));
+      const uint8_t* src = x + plane_index * p_.H * p_.W;
+      std::memset(plane, 0, static_cast<size_t>(p_.pad_top * ld_row_));
+      for (int64_t h = 0; h < p_.H; ++h)
+        qu8_pool_phase_row__avx2(src + h * p_.W, static_cast<size_t>(p_.W), static_cast<size_t>(p_.pad_left),
+                                 geom_.SW, geom_.ld_phase, plane + (h + p_.pad_top) * ld_row_);
+      std::memset(plane + (p_.pad_top + p_.H) * ld_row_, 0, static_cast<size_t>((PH_ - p_.pad_top - p_.H) * ld_row_));
+      qu8_maxpool2d_chw__avx2(plane, geom_, y + plane_index * p_.OH * p_.OW);
+    });
+  }
+
+ private:
+  Pool2dParams p_;
+  int64_t PH_ = 0, ld_row_ = 0, plane_floats_ = 0;
+  Qu8PoolGeometry geom_{};
+  ops::ThreadScratch scratch_;
+};
+
+class GlobalAvgPoolU8 final : public Kernel {
+ public:
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+    const Shape& s = in[0].shape;
+    const int64_t planes = s[0] * s[1], n = s[2] * s[3], chunk = 64;
+    const uint8_t* x = in[0].as<uint8_t>();
+    uint8_t* y = out[0].as<uint8_t>();
+    pool.parallel_for(ops::ceil_div(planes, chunk), [&](int64_t t, int) {
+      const int64_t c0 = t * chunk, c1 = std::min(planes, c0 + chunk);
+      qu8_global_avgpool__avx2(x + c0 * n, static_cast<size_t>(n), static_cast<size_t>(c1 - c0), y + c0);
+    });
+  }
+};
+
+// Both ops pass the input's quantization through: a different output scale would need a requantization.
+std::string check_u8_passthrough(const NodeContext& ctx) {
+  if (std::string r = qops::need_dtype(ctx, 0, "input", DType::u8); !r.empty()) return r;
+  if (std::string r = ops::need_rank4(ctx); !r.empty()) return r;
+  if (ctx.out(0).dtype != DType::u8) return std::string("output dtype ") + dtype_name(ctx.out(0).dtype) + ", needs u8";
+  const auto& qi = ctx.in(0).quant;
+  const auto& qo = ctx.out(0).quant;
+  if (qi && qo && (qi->scale != qo->scale || qi->zero_point != qo->zero_point))
+    return "output quantization differs from the input's (requantizing pooling unsupported)";
+  return "";
+}
+
+}  // namespace
+
+std::string check_maxpool2d_u8(const NodeContext& ctx) {
+  if (std::string r = check_u8_passthrough(ctx); !r.empty()) return r;
+  if (ctx.node.outputs.size() > 1 && ctx.node.outputs[1] != kNoValue) return "Indices output unsupported";
+  return "";
+}
+
+std::unique_ptr<Kernel> create_maxpool2d_u8_avx2(const NodeContext& ctx) {
+  return std::make_unique<MaxPoolU8>(pool2d_params(ctx.graph, ctx.node), ctx.threads);
+}
+
+std::string check_global_avgpool_u8(const NodeContext& ctx) { return check_u8_passthrough(ctx); }
+
+std::unique_ptr<Kernel> create_global_avgpool_u8_avx2(const NodeContext&) {
+  return std::make_unique<GlobalAvgPoolU8>();
+}
+
+}  // namespace lowbit

@@ -1,0 +1,242 @@
+// u8 pooling kernels (kernels/qu8-pool, operators/pool2d_u8) against the reference kernels, byte
+// for byte, over odd shapes, strides, pads, dilations and ceil_mode; plus the reference's own u8
+// GlobalAveragePool rounding and the dispatch rows.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <sstream>
+
+#include "lowbit/dispatch/registry.h"
+#include "lowbit/ir/op_params.h"
+#include "lowbit/kernels/reference/reference.h"
+#include "lowbit/operators/pool2d_u8.h"
+#include "lowbit/target/target.h"
+
+namespace lowbit {
+namespace {
+
+enum class Fill { random, zeros, max, sparse };
+
+struct PoolCase {
+  int64_t N = 1, C = 3, H = 7, W = 7, KH = 3, KW = 3, SH = 1, SW = 1, DH = 1, DW = 1;
+  std::vector<int64_t> pads = {0, 0, 0, 0};
+  bool ceil_mode = false;
+  Fill fill = Fill::random;
+  uint32_t seed = 1;
+
+  std::string str() const {
+    std::ostringstream o;
+    o << "N" << N << " C" << C << " " << H << "x" << W << " k" << KH << "x" << KW << " s" << SH << "x" << SW << " d"
+      << DH << "x" << DW << " pads " << pads[0] << "," << pads[1] << "," << pads[2] << "," << pads[3]
+      << (ceil_mode ? " ceil" : "") << " fill" << static_cast<int>(fill);
+    return o.str();
+  }
+};
+
+struct Built {
+  Graph g;
+  Tensor x;
+};
+
+Tensor make_input(const Shape& s, Fill fill, uint32_t seed) {
+  Tensor x(DType::u8, s);
+  std::mt19937 rng(seed);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    uint8_t v = static_cast<uint8_t>(rng());
+    if (fill == Fill::zeros) v = 0;
+    if (fill == Fill::max) v = 255;
+    if (fill == Fill::sparse) v = rng() % 7 == 0 ? static_cast<uint8_t>(rng() % 3) : 0;
+    x.data<uint8_t>()[i] = v;
+  }
+  return x;
+}
+
+// One u8 pooling node x -> y; y keeps x's quantization (notes/quant_ir.md).
+Built build(const std::string& op, const Shape& xs, const Attributes& a, Fill fill, uint32_t seed) {
+  Built b;
+  b.x = make_input(xs, fill, seed);
+  ValueId vx = b.g.add_value("x", DType::u8, xs, true);
+  b.g.value(vx).quant = QuantParams{{0.05f}, {17}, -1};
+  ValueId vy = b.g.add_value("y", DType::u8, {}, true);
+  b.g.value(vy).quant = QuantParams{{0.05f}, {17}, -1};
+  b.g.add_node(op, "pool", {vx}, {vy}, a);
+  if (op == "MaxPool") {
+    const Pool2dParams p = pool2d_params(b.g, b.g.nodes[0]);
+    b.g.value(vy).shape = {p.N, p.C, p.OH, p.OW};
+  } else {
+    b.g.value(vy).shape = {xs[0], xs[1], 1, 1};
+  }
+  return b;
+}
+
+Built build_maxpool(const PoolCase& c) {
+  Attributes a;
+  a.set("kernel_shape", std::vector<int64_t>{c.KH, c.KW});
+  a.set("strides", std::vector<int64_t>{c.SH, c.SW});
+  a.set("dilations", std::vector<int64_t>{c.DH, c.DW});
+  a.set("pads", c.pads);
+  a.set("ceil_mode", int64_t{c.ceil_mode});
+  return build("MaxPool", {c.N, c.C, c.H, c.W}, a, c.fill, c.seed);
+}
+
+Tensor run_reference(const Built& b) {
+  const Node& n = b.g.nodes[0];
+  Tensor y(DType::u8, b.g.value(n.outputs[0]).shape);
+  std::vector<TensorView> in = {b.x.view()}, out = {y.view()};
+  find_reference(n.op)(b.g, n, in, out);
+  return y;
+}
+
+template <class Create>
+void expect_exact(const Built& b, Create create, const std::string& what) {
+  const Node& n = b.g.nodes[0];
+  const Tensor ref = run_reference(b);
+  Target t = parse_target("x86-64+avx2+fma");
+  NodeContext ctx{b.g, n, t, 3};
+  std::unique_ptr<Kernel> k = create(ctx);
+  std::vector<TensorView> in = {b.x.view()};
+  for (int threads : {1, 3}) {
+    ThreadPool pool(threads);
+    for (int rep = 0; rep < 2; ++rep) {  // a second run reuses the padded scratch planes
+      Tensor y(DType::u8, ref.shape());
+      std::memset(y.data<uint8_t>(), 0xA5, static_cast<size_t>(y.numel()));
+      std::vector<TensorView> out = {y.view()};
+      k->run(in, out, pool);
+      for (int64_t i = 0; i < y.numel(); ++i)
+        ASSERT_EQ(int(y.data<uint8_t>()[i]), int(ref.data<uint8_t>()[i]))
+            << what << " threads " << threads << " at " << i;
+    }
+  }
+}
+
+void skip_without_avx2() {
+  if (!host_target().has(Feature::avx2) || !host_target().has(Feature::fma)) GTEST_SKIP() << "host lacks AVX2";
+}
+
+std::vector<PoolCase> maxpool_cases() {
+  std::vector<PoolCase> v;
+  uint32_t seed = 1;
+  auto add = [&](PoolCase c) {
+    c.seed = seed++;
+    v.push_back(c);
+  };
+  for (int64_t k : {1, 2, 3, 5})
+    for (int64_t s : {1, 2, 3})
+      for (int64_t hw : {1, 6, 13, 40, 71}) {
+        if (k > hw + 2 * (k / 2)) continue;
+        PoolCase c;
+        c.C = 3;
+        c.H = hw;
+        c.W = hw + 3;
+        c.KH = c.KW = k;
+        c.SH = c.SW = s;
+        const int64_t p = (k - 1) / 2;
+        c.pads = {p, p, k - 1 - p, p};
+        add(c);
+      }
+  {
+    PoolCase c;  // ResNet stem: 3x3 s2 pad 1 on 112x112 (odd 113 too)
+    c.C = 5, c.H = c.W = 112, c.SH = c.SW = 2, c.pads = {1, 1, 1, 1};
+    add(c);
+    c.H = 113, c.W = 111;
+    add(c);
+    c.ceil_mode = true;
+    add(c);
+  }
+  {
+    PoolCase c;  // rectangular kernel, mixed strides, asymmetric pads, dilation, ceil_mode
+    c.N = 2, c.C = 3, c.H = 17, c.W = 45, c.KH = 2, c.KW = 3, c.SH = 1, c.SW = 2, c.pads = {0, 2, 1, 0};
+    add(c);
+    c.SH = 3, c.SW = 1, c.pads = {1, 0, 0, 1}, c.ceil_mode = true;
+    add(c);
+    c.DH = 2, c.DW = 3, c.SH = 2, c.SW = 3, c.pads = {1, 3, 2, 0}, c.ceil_mode = false;
+    add(c);
+    c.ceil_mode = true;
+    add(c);
+    c.KH = 1, c.KW = 7, c.SH = 1, c.SW = 4, c.DH = 1, c.DW = 2, c.pads = {0, 5, 0, 6};
+    add(c);
+  }
+  for (Fill f : {Fill::zeros, Fill::max, Fill::sparse}) {
+    PoolCase c;  // padding must never win, whatever the data
+    c.H = 9, c.W = 37, c.SH = c.SW = 2, c.pads = {1, 1, 1, 1}, c.fill = f;
+    add(c);
+  }
+  return v;
+}
+
+TEST(Qu8Pool, MaxPoolMatchesReference) {
+  skip_without_avx2();
+  for (const PoolCase& c : maxpool_cases()) {
+    Built b = build_maxpool(c);
+    Target t = parse_target("x86-64+avx2+fma");
+    ASSERT_EQ(check_maxpool2d_u8(NodeContext{b.g, b.g.nodes[0], t, 1}), "") << c.str();
+    expect_exact(b, create_maxpool2d_u8_avx2, c.str());
+  }
+}
+
+TEST(Qu8Pool, GlobalAveragePoolMatchesReference) {
+  skip_without_avx2();
+  uint32_t seed = 100;
+  for (Shape s : std::vector<Shape>{{1, 1, 1, 1},
+                                    {1, 3, 1, 2},
+                                    {2, 5, 3, 5},
+                                    {1, 7, 7, 7},
+                                    {1, 65, 4, 4},
+                                    {1, 3, 17, 19},
+                                    {1, 2, 1, 100},
+                                    {1, 130, 7, 7},
+                                    {1, 4, 56, 56},
+                                    {1, 2, 130, 131}})
+    for (Fill f : {Fill::random, Fill::max, Fill::zeros, Fill::sparse}) {
+      Built b = build("GlobalAveragePool", s, {}, f, seed++);
+      Target t = parse_target("x86-64+avx2+fma");
+      ASSERT_EQ(check_global_avgpool_u8(NodeContext{b.g, b.g.nodes[0], t, 1}), "") << shape_str(s);
+      expect_exact(b, create_global_avgpool_u8_avx2, shape_str(s) + " fill " + std::to_string(static_cast<int>(f)));
+    }
+}
+
+TEST(Qu8Pool, GlobalAveragePoolRoundsHalfToEven) {
+  // Planes of two values: means 0.5, 1.5, 2.5, 254.5 round to 0, 2, 2, 254 (nearbyintf).
+  Built b = build("GlobalAveragePool", {1, 4, 1, 2}, {}, Fill::zeros, 1);
+  const uint8_t xs[8] = {0, 1, 1, 2, 2, 3, 254, 255};
+  std::memcpy(b.x.data<uint8_t>(), xs, 8);
+  const Tensor ref = run_reference(b);
+  EXPECT_EQ(std::vector<int>(ref.data<uint8_t>(), ref.data<uint8_t>() + 4), (std::vector<int>{0, 2, 2, 254}));
+  if (!host_target().has(Feature::avx2)) return;
+  expect_exact(b, create_global_avgpool_u8_avx2, "half-even");
+}
+
+TEST(Qu8Pool, ChecksRejectFloatInputWithReason) {
+  Graph g;
+  ValueId vx = g.add_value("x", DType::f32, {1, 2, 5, 5}, true);
+  ValueId vy = g.add_value("y", DType::f32, {1, 2, 3, 3}, true);
+  Attributes a;
+  a.set("kernel_shape", std::vector<int64_t>{3, 3});
+  g.add_node("MaxPool", "mp", {vx}, {vy}, a);
+  ValueId vz = g.add_value("z", DType::f32, {1, 2, 1, 1}, true);
+  g.add_node("GlobalAveragePool", "gap", {vx}, {vz}, {});
+  Target t = parse_target("x86-64+avx2+fma");
+  EXPECT_EQ(check_maxpool2d_u8(NodeContext{g, g.nodes[0], t, 1}), "input dtype f32, needs u8");
+  EXPECT_EQ(check_global_avgpool_u8(NodeContext{g, g.nodes[1], t, 1}), "input dtype f32, needs u8");
+}
+
+TEST(Qu8Pool, DispatchPicksU8KernelsForU8AndF32KernelsForF32) {
+  Attributes a;
+  a.set("kernel_shape", std::vector<int64_t>{3, 3});
+  a.set("strides", std::vector<int64_t>{2, 2});
+  a.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  Built mp = build("MaxPool", {1, 4, 9, 9}, a, Fill::random, 1);
+  Built gap = build("GlobalAveragePool", {1, 4, 9, 9}, {}, Fill::random, 2);
+  Target avx2 = parse_target("x86-64+avx2+fma");
+  EXPECT_EQ(select_kernel(NodeContext{mp.g, mp.g.nodes[0], avx2, 1}).chosen->name, "qu8-maxpool2d-chw-avx2");
+  EXPECT_EQ(select_kernel(NodeContext{gap.g, gap.g.nodes[0], avx2, 1}).chosen->name, "qu8-global-avgpool-avx2");
+  // A different output scale would need requantization: the fast kernel declines with a reason.
+  mp.g.value(mp.g.nodes[0].outputs[0]).quant->scale = {0.1f};
+  EXPECT_NE(check_maxpool2d_u8(NodeContext{mp.g, mp.g.nodes[0], avx2, 1}), "");
+  Target generic = parse_target("x86-64");
+  EXPECT_EQ(select_kernel(NodeContext{gap.g, gap.g.nodes[0], generic, 1}).chosen->name, "reference-GlobalAveragePool");
+}
+
+}  // namespace
+}  // namespace lowbit
