@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -170,4 +171,37 @@ TEST(Guard, HostWithAvx2RunsEveryConvQuantized) {
       EXPECT_THAT(s.choice.chosen->name, HasSubstr("avx2")) << n.name;
     }
   }
+}
+
+// Autotuning may pick another exact int8 kernel per node (VNNI vs AVX2); the answer must not move,
+// and the pins must survive an artifact round trip.
+TEST(Autotune, PinsAKernelPerNodeWithoutChangingInt8Results) {
+  auto fp32 = fp32_model("resnet18");
+  CompileOptions o;
+  o.threads = 1;
+  QuantizeOptions q;
+  q.synthetic_samples = 1;
+  QuantizedBuild plain = build_quantized(*fp32, o, q, SlowPolicy::fp32);
+  o.autotune = true;
+  QuantizedBuild tuned = build_quantized(*fp32, o, q, SlowPolicy::fp32);
+  int pinned = 0;
+  for (const Step& s : tuned.model->steps()) {
+    const Node& n = tuned.model->graph().nodes[size_t(s.node)];
+    if (n.attrs.has(kPinnedKernelAttr)) {
+      ++pinned;
+      EXPECT_EQ(n.attrs.get_string(kPinnedKernelAttr, ""), s.choice.chosen->name) << n.name;
+    }
+  }
+  EXPECT_GE(pinned, 20);
+  auto in = synthetic_inputs(fp32->graph(), 3);
+  Tensor a = plain.model->run(in)[0], b = tuned.model->run(in)[0];
+  EXPECT_EQ(0, std::memcmp(a.raw(), b.raw(), size_t(a.nbytes())));
+
+  std::string path = tmp_path("tuned.lbm");
+  save_artifact(path, tuned.model->graph(), "{}");
+  CompileOptions plain_opts;
+  auto loaded = CompiledModel::compile(load_artifact(path).graph, plain_opts);
+  for (size_t i = 0; i < loaded->steps().size(); ++i)
+    EXPECT_EQ(loaded->steps()[i].choice.chosen->name, tuned.model->steps()[i].choice.chosen->name);
+  std::filesystem::remove(path);
 }

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "lowbit/common/error.h"
+#include "lowbit/passes/qdq.h"
 #include "lowbit/dispatch/kernel_inspect.h"
 
 namespace lowbit::cli {
@@ -123,6 +124,8 @@ void register_explain(CLI::App& app) {
                     shapes(g, n.outputs, false).c_str(), signature(g, n).c_str());
         if (s.macs) std::printf("  %.1f MMACs", static_cast<double>(s.macs) / 1e6);
         std::printf("\n  chosen   %s\n", s.choice.chosen->name.c_str());
+        std::string unfused = n.attrs.get_string(kQdqUnfusedAttr, "");
+        if (!unfused.empty()) std::printf("  note     kept as imported, not fused into lowbit's int8 form: %s\n", unfused.c_str());
         for (auto& r : s.choice.rejected)
           std::printf("  rejected %s: %s\n", r.candidate->name.c_str(), r.reason.c_str());
       }
