@@ -70,24 +70,30 @@ TEST(KernelInspect, ParsesObjdumpFollowsCallsAndReportsMissingSymbols) {
       "    1005:\tjne    1000 <lowbit::k__avxvnni(unsigned long)+0x0>\n"
       "    1007:\tcall   1100 <void lowbit::(anonymous namespace)::helper<8>(int)>\n"
       "    100c:\tcall   1200 <memcpy@plt>\n"
-      "    1011:\tret\n\n"
+      "    1011:\tlea    0x2e8(%rip),%rax        # 1300 <void lowbit::(anonymous namespace)::plane<1>(int)>\n"
+      "    1018:\tlea    0x2e8(%rip),%rcx        # 5000 <lowbit::(anonymous namespace)::table>\n"
+      "    101f:\tjmp    *%rax\n\n"
       "0000000000001100 <void lowbit::(anonymous namespace)::helper<8>(int)>:\n"
       "    1100:\tvfmadd231ps %ymm1,%ymm2,%ymm0\n"
       "    1105:\tvfmadd132ps %ymm1,%ymm2,%ymm0\n"
       "    110a:\tret\n\n"
       "0000000000001200 <lowbit::k__avxvnni_other(int)>:\n"
-      "    1200:\tvpdpbusd %ymm1,%ymm2,%ymm0\n";
+      "    1200:\tvpdpbusd %ymm1,%ymm2,%ymm0\n\n"
+      "0000000000001300 <void lowbit::(anonymous namespace)::plane<1>(int)>:\n"
+      "    1300:\tvfmadd213ps %ymm1,%ymm2,%ymm0\n";
   const Disassembly d = Disassembly::parse(text);
-  EXPECT_EQ(d.function_count(), 3u);
+  EXPECT_EQ(d.function_count(), 4u);
   KernelCandidate c;
   c.name = "test";
   c.ukernels = {"k__avxvnni"};  // a prefix up to '(' or '<': k__avxvnni_other does not match
   KernelInspection r = d.inspect(c);
   ASSERT_TRUE(r.found()) << r.error;
-  EXPECT_EQ(r.functions.size(), 2u);  // the kernel and the helper it calls
+  // The kernel, the helper it calls and the one it calls through a loaded address (not memcpy,
+  // not the data symbol).
+  EXPECT_EQ(r.functions.size(), 3u);
   EXPECT_EQ(r.count("vpdpbusd"), 1);
-  EXPECT_EQ(r.count("vfmadd231ps"), 2);
-  EXPECT_EQ(r.instructions, 8);
+  EXPECT_EQ(r.count("vfmadd231ps"), 3);
+  EXPECT_EQ(r.instructions, 11);
   c.ukernels = {"absent__avx2"};
   r = d.inspect(c);
   EXPECT_FALSE(r.found());

@@ -168,16 +168,18 @@ Disassembly Disassembly::parse(std::string_view text) {
     if (mnem.empty() || mnem == "(bad)") continue;
     ++cur->instructions;
     if (int k = key_instruction_index(mnem); k >= 0) ++cur->counts[static_cast<size_t>(k)];
-    // "call 10e120 <f>" names another function; "jmp 10e1a0 <f+0x80>" stays inside one.
-    if (is_branch(mnem) && ends_with(ins, ">")) {
-      const size_t lt = ins.find(" <");
-      if (lt == std::string_view::npos) continue;
-      const std::string_view target = ins.substr(lt + 2, ins.size() - lt - 3);
-      if (target.find("+0x") != std::string_view::npos || target.find("@plt") != std::string_view::npos) continue;
-      std::string_view addr = ins.substr(0, lt);
-      addr.remove_prefix(std::min(addr.find_first_not_of(' '), addr.size()));
-      cur->callees.push_back(std::strtoull(std::string(addr).c_str(), nullptr, 16));
-    }
+    // "call 10e120 <f>" names another function; "jmp 10e1a0 <f+0x80>" stays inside one. A
+    // function address loaded for an indirect call ("lea 0x..(%rip),%rax  # 10e120 <f>", as
+    // `(cond ? f<1> : f<2>)(...)` compiles) counts too; data addresses name no function.
+    if (!ends_with(ins, ">")) continue;
+    const size_t hash = ins.find("# ");
+    if (hash == std::string_view::npos && !is_branch(mnem)) continue;
+    std::string_view ref = hash == std::string_view::npos ? ins : ins.substr(hash + 2);
+    const size_t lt = ref.find(" <");
+    if (lt == std::string_view::npos) continue;
+    const std::string_view target = ref.substr(lt + 2, ref.size() - lt - 3);
+    if (target.find("+0x") != std::string_view::npos || target.find("@plt") != std::string_view::npos) continue;
+    cur->callees.push_back(std::strtoull(std::string(ref.substr(0, lt)).c_str(), nullptr, 16));
   }
   std::sort(d.by_addr_.begin(), d.by_addr_.end());
   return d;
@@ -196,7 +198,7 @@ KernelInspection Disassembly::inspect(const KernelCandidate& c) const {
   for (size_t i = 0; i < fns_.size(); ++i) {
     const std::string& n = fns_[i].name;
     for (const std::string& u : c.ukernels)
-      if (starts_with(n, u) && (n.size() == u.size() || n[u.size()] == '<' || n[u.size()] == '(' || n[u.size()] == ' ')) {
+      if (starts_with(n, u) && (n.size() == u.size() || n[u.size()] == '<' || n[u.size()] == '(')) {
         taken[i] = true;
         work.push_back(i);
         break;
@@ -206,7 +208,7 @@ KernelInspection Disassembly::inspect(const KernelCandidate& c) const {
     r.error = "symbol not found: stripped binary?";
     return r;
   }
-  // Out-of-line helpers the micro-kernels call or tail-call belong to their machine code.
+  // Out-of-line helpers the micro-kernels call, tail-call or take the address of are their machine code too.
   for (size_t w = 0; w < work.size(); ++w)
     for (uint64_t a : fns_[work[w]].callees) {
       auto it = std::lower_bound(by_addr_.begin(), by_addr_.end(), std::pair<uint64_t, size_t>{a, 0});

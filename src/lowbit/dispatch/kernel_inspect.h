@@ -42,8 +42,9 @@ class Disassembly {
   static Disassembly parse(std::string_view objdump_text);
 
   // Sums the functions whose normalised name starts with one of c.ukernels (up to a '<', '(' or
-  // the end), plus the lowbit functions they call or tail-call directly (helpers the compiler
-  // kept out of line). A candidate without ukernels, or whose ukernels match nothing, gets an error.
+  // the end), plus the lowbit functions they call, tail-call or load the address of (helpers the
+  // compiler kept out of line, transitively). A candidate without ukernels, or whose ukernels
+  // match nothing, gets an error, never zero counts.
   KernelInspection inspect(const KernelCandidate& c) const;
   size_t function_count() const { return fns_.size(); }
   const std::string& binary() const { return binary_; }
@@ -54,7 +55,7 @@ class Disassembly {
     bool in_lowbit = false;
     int64_t instructions = 0;
     std::array<int64_t, kKeyInstructions.size()> counts{};
-    std::vector<uint64_t> callees;  // direct call / jump targets outside the function
+    std::vector<uint64_t> callees;  // functions it calls, jumps to or takes the address of
   };
   std::vector<Function> fns_;
   std::vector<std::pair<uint64_t, size_t>> by_addr_;  // sorted start address -> index into fns_

@@ -47,7 +47,6 @@ class Conv2dIgemmF32 final : public Kernel {
     pad_ = p.pad_top || p.pad_left || p.pad_bottom || p.pad_right;
     PH_ = p.H + p.pad_top + p.pad_bottom;
     PW_ = p.W + p.pad_left + p.pad_right;
-    if (pad_) padded_ = Tensor(DType::f32, {p.C * PH_ * PW_});
 
     koff_.resize(static_cast<size_t>(K_));
     for (int64_t c = 0, k = 0; c < Cg_; ++c)
@@ -105,19 +104,18 @@ class Conv2dIgemmF32 final : public Kernel {
     mcp_ = std::max<int64_t>(1, kABlockBytes / (kc_ * kMR * 4));
     // Few pixel blocks (small images): threads split the output channels instead, so pack the
     // whole image's B once up front rather than once per task.
-    const int64_t shared_floats = p.group * nkb_ * npanels * kc_ * kNR;
-    shared_ = p.group * npb_ < 8 && shared_floats * 4 <= kSharedBBytes;
-    if (shared_)
-      shared_b_ = Tensor(DType::f32, {shared_floats});
-    else
-      scratch_.reserve(std::max(threads, 1), ppb_ * kc_ * kNR);
+    shared_floats_ = p.group * nkb_ * npanels * kc_ * kNR;
+    shared_ = p.group * npb_ < 8 && shared_floats_ * 4 <= kSharedBBytes;
+    fetch_workspace(std::max(threads, 1));  // warm it now, not in the first inference
   }
 
   int64_t packed_weight_bytes() const override { return packed_.nbytes() + (bias_.empty() ? 0 : bias_.nbytes()); }
 
   void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
     const int threads = pool.size();
-    if (!shared_) scratch_.reserve(threads, ppb_ * kc_ * kNR);
+    fetch_workspace(threads);
+    float* padded = padded_;
+    float* shared_b = shared_b_;
     const float* x = in[0].as<float>();
     const float* res = in.size() > 3 && in[3].data ? in[3].as<float>() : nullptr;
     float* y = out[0].as<float>();
@@ -128,26 +126,24 @@ class Conv2dIgemmF32 final : public Kernel {
     for (int64_t n = 0; n < p_.N; ++n) {
       const float* xn = x + n * p_.C * p_.H * p_.W;
       if (pad_) {
-        float* pd = padded_.data<float>();
         pool.parallel_for(p_.C, [&](int64_t c, int) {
-          for (int64_t h = 0; h < p_.H; ++h)
-            std::memcpy(pd + c * PH_ * PW_ + (h + p_.pad_top) * PW_ + p_.pad_left, xn + (c * p_.H + h) * p_.W,
-                        static_cast<size_t>(p_.W) * sizeof(float));
+          ops::copy_padded_plane(xn + c * p_.H * p_.W, p_.H, p_.W, p_.pad_top, p_.pad_left, PW_, PH_ * PW_, 0.0f,
+                                 padded + c * PH_ * PW_);
         });
-        xn = pd;
+        xn = padded;
       }
       if (shared_) {
         pool.parallel_for(p_.group * nkb_ * npanels, [&](int64_t t, int) {
           const int64_t i = t % npanels, kb = (t / npanels) % nkb_, g = t / (npanels * nkb_);
-          pack_panel(g, kb, i, xn, shared_b_.data<float>() + t * kc_ * kNR);
+          pack_panel(g, kb, i, xn, shared_b + t * kc_ * kNR);
         });
       }
       const float* rn = res ? res + n * p_.M * OHW_ : nullptr;
       float* yn = y + n * p_.M * OHW_;
       pool.parallel_for(outer * msplit, [&](int64_t t, int thread) {
         const int64_t ms = t % msplit, pb = (t / msplit) % npb_, g = t / (msplit * npb_);
-        tile_block(g, pb, mpanels_ * ms / msplit, mpanels_ * (ms + 1) / msplit, xn, rn, yn,
-                   shared_ ? nullptr : scratch_.get(thread));
+        tile_block(g, pb, mpanels_ * ms / msplit, mpanels_ * (ms + 1) / msplit, xn, rn, yn, shared_b,
+                   shared_ ? nullptr : bblocks_[thread]);
       });
     }
   }
@@ -157,6 +153,14 @@ class Conv2dIgemmF32 final : public Kernel {
     int64_t p0;
     int32_t nr, nvalid, run_begin, run_end;
   };
+
+  // Workspace slots: 0 the padded input, 1 the image's packed B (shared mode), 2 + t thread t's B
+  // block (otherwise).
+  void fetch_workspace(int threads) {
+    padded_ = pad_ ? ops::workspace(0, p_.C * PH_ * PW_) : nullptr;
+    shared_b_ = shared_ ? ops::workspace(1, shared_floats_) : nullptr;
+    if (!shared_) bblocks_.fetch(threads, ppb_ * kc_ * kNR);
+  }
 
   // Start of the kc x mr weight panel for channels [m0, m0 + mr) of group g, K block at k0.
   int64_t weight_offset(int64_t g, int64_t k0, int64_t m0, int64_t kc) const {
@@ -172,10 +176,10 @@ class Conv2dIgemmF32 final : public Kernel {
                static_cast<size_t>(p_.SW), static_cast<size_t>(pan.nr), b);
   }
 
-  // Output channel panels [mp0, mp1) x pixel block pb of group g. bbuf: this thread's B block,
-  // or nullptr in shared mode.
+  // Output channel panels [mp0, mp1) x pixel block pb of group g. B comes packed in shared_b
+  // (shared mode) or is packed here into this thread's bbuf.
   void tile_block(int64_t g, int64_t pb, int64_t mp0, int64_t mp1, const float* x, const float* res, float* y,
-                  float* bbuf) const {
+                  const float* shared_b, float* bbuf) const {
     const int64_t npanels = static_cast<int64_t>(panels_.size());
     const int64_t pan0 = pb * ppb_, pan1 = std::min(npanels, pan0 + ppb_);
     const float* packed = packed_.data<float>();
@@ -183,11 +187,11 @@ class Conv2dIgemmF32 final : public Kernel {
     for (int64_t kb = 0; kb < nkb_; ++kb) {
       const int64_t k0 = kb * kc_, kc = std::min(kc_, K_ - k0);
       const float* bblk;
-      if (bbuf) {
+      if (!shared_b) {
         for (int64_t i = pan0; i < pan1; ++i) pack_panel(g, kb, i, x, bbuf + (i - pan0) * kc_ * kNR);
         bblk = bbuf - pan0 * kc_ * kNR;
       } else {
-        bblk = shared_b_.data<float>() + (g * nkb_ + kb) * npanels * kc_ * kNR;
+        bblk = shared_b + (g * nkb_ + kb) * npanels * kc_ * kNR;
       }
       F32GemmEpilogue e;
       const bool first = kb == 0, last = kb == nkb_ - 1;
@@ -224,8 +228,11 @@ class Conv2dIgemmF32 final : public Kernel {
   std::vector<F32Im2colRun> runs_;
   int64_t kc_ = 0, nkb_ = 0, ppb_ = 0, npb_ = 0, mpanels_ = 0, mcp_ = 0;
   bool shared_ = false;
-  Tensor packed_, bias_, padded_, shared_b_;
-  ops::ThreadScratch scratch_;
+  int64_t shared_floats_ = 0;
+  Tensor packed_, bias_;
+  float* padded_ = nullptr;
+  float* shared_b_ = nullptr;
+  ops::PerThreadWorkspace bblocks_;
 };
 
 // ---- depthwise ----
@@ -241,34 +248,25 @@ class DwConv2dF32 final : public Kernel {
     PH_ = p.H + p.pad_top + p.pad_bottom;
     PW_ = p.W + p.pad_left + p.pad_right;
     plane_floats_ = PH_ * PW_ + 16 * p.SW + 16;  // slack for vector tails
-    scratch_.reserve(std::max(threads, 1), plane_floats_);
     geom_ = {static_cast<size_t>(p.KH), static_cast<size_t>(p.KW), static_cast<size_t>(p.SH),
              static_cast<size_t>(p.SW), static_cast<size_t>(p.DH), static_cast<size_t>(p.DW),
              static_cast<size_t>(p.OH), static_cast<size_t>(p.OW)};
+    planes_.fetch(std::max(threads, 1), plane_floats_);
   }
 
   int64_t packed_weight_bytes() const override { return weights_.nbytes() + bias_.nbytes(); }
 
   void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
-    scratch_.reserve(pool.size(), plane_floats_);
+    planes_.fetch(pool.size(), plane_floats_);
     const float* x = in[0].as<float>();
     const float* res = in.size() > 3 && in[3].data ? in[3].as<float>() : nullptr;
     float* y = out[0].as<float>();
     const int64_t OHW = p_.OH * p_.OW, taps = p_.KH * p_.KW;
     pool.parallel_for(p_.N * p_.C, [&](int64_t nc, int thread) {
       const int64_t c = nc % p_.C;
-      float* plane = scratch_.get(thread);
-      // Zero only the border: the interior is overwritten by the copy.
-      std::memset(plane, 0, static_cast<size_t>(p_.pad_top * PW_) * sizeof(float));
-      const float* src = x + nc * p_.H * p_.W;
-      for (int64_t h = 0; h < p_.H; ++h) {
-        float* row = plane + (h + p_.pad_top) * PW_;
-        std::memset(row, 0, static_cast<size_t>(p_.pad_left) * sizeof(float));
-        std::memcpy(row + p_.pad_left, src + h * p_.W, static_cast<size_t>(p_.W) * sizeof(float));
-        std::memset(row + p_.pad_left + p_.W, 0, static_cast<size_t>(p_.pad_right) * sizeof(float));
-      }
-      std::memset(plane + (p_.H + p_.pad_top) * PW_, 0,
-                  static_cast<size_t>(plane_floats_ - (p_.H + p_.pad_top) * PW_) * sizeof(float));
+      float* plane = planes_[thread];
+      ops::copy_padded_plane(x + nc * p_.H * p_.W, p_.H, p_.W, p_.pad_top, p_.pad_left, PW_, plane_floats_, 0.0f,
+                             plane);
       f32_dwconv2d_chw__avx2(plane, static_cast<size_t>(PW_), geom_, weights_.data<float>() + c * taps,
                              bias_.data<float>()[c], res ? res + nc * OHW : nullptr, y + nc * OHW, p_.act_min,
                              p_.act_max);
@@ -280,7 +278,7 @@ class DwConv2dF32 final : public Kernel {
   Tensor weights_, bias_;
   int64_t PH_ = 0, PW_ = 0, plane_floats_ = 0;
   F32DwconvGeometry geom_{};
-  ops::ThreadScratch scratch_;
+  ops::PerThreadWorkspace planes_;
 };
 
 std::string check_conv_common(const NodeContext& ctx) {

@@ -1,6 +1,7 @@
 #pragma once
 // Small helpers shared by the fast operator drivers: applicability reasons and scratch memory.
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,47 @@ class ThreadScratch {
   int64_t floats_ = 0;
   std::vector<Tensor> slots_;
 };
+
+// Scratch shared by every kernel run from the calling thread. Operators run one after another, so
+// a model holds the largest scratch any kernel needs rather than the sum over kernels. A slot is
+// grown on first use and then reused (nothing is allocated per inference once warm); growing one
+// slot moves only that slot, so fetch every slot a run needs before handing pointers to the pool.
+// Contents do not survive other kernels: rewrite what you read.
+inline float* workspace(size_t slot, int64_t floats) {
+  thread_local std::vector<Tensor> slots;
+  if (slots.size() <= slot) slots.resize(slot + 1);
+  Tensor& t = slots[slot];
+  if (t.numel() < floats) t = Tensor(DType::f32, {floats});
+  return t.data<float>();
+}
+
+// One workspace slot per pool thread (slots first, first + 1, ...). The pointer table is a member
+// of the kernel, so a warm run allocates nothing; fetch() on the run's calling thread.
+class PerThreadWorkspace {
+ public:
+  void fetch(int threads, int64_t floats, size_t first = 2) {
+    ptrs_.resize(static_cast<size_t>(threads));
+    for (size_t t = 0; t < ptrs_.size(); ++t) ptrs_[t] = workspace(first + t, floats);
+  }
+  float* operator[](int thread) const { return ptrs_[static_cast<size_t>(thread)]; }
+
+ private:
+  std::vector<float*> ptrs_;
+};
+
+// Copies an H x W plane into rows of PW floats, surrounded by `fill`: pt rows above, pl columns
+// left, and fill up to `total` floats (the rows below, the right columns, any slack).
+inline void copy_padded_plane(const float* src, int64_t H, int64_t W, int64_t pt, int64_t pl, int64_t PW, int64_t total,
+                              float fill, float* dst) {
+  std::fill(dst, dst + pt * PW, fill);
+  for (int64_t h = 0; h < H; ++h) {
+    float* row = dst + (pt + h) * PW;
+    std::fill(row, row + pl, fill);
+    std::memcpy(row + pl, src + h * W, static_cast<size_t>(W) * sizeof(float));
+    std::fill(row + pl + W, row + PW, fill);
+  }
+  std::fill(dst + (pt + H) * PW, dst + total, fill);
+}
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

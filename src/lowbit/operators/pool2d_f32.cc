@@ -20,7 +20,7 @@ class Pool2dF32 final : public Kernel {
     PH_ = std::max(p.H + p.pad_top + p.pad_bottom, (p.OH - 1) * p.SH + (p.KH - 1) * p.DH + 1);
     PW_ = std::max(p.W + p.pad_left + p.pad_right, (p.OW - 1) * p.SW + (p.KW - 1) * p.DW + 1);
     plane_floats_ = PH_ * PW_ + 16 * p.SW + 16;
-    scratch_.reserve(std::max(threads, 1), plane_floats_);
+    planes_.fetch(std::max(threads, 1), plane_floats_);
     geom_ = {static_cast<size_t>(p.KH), static_cast<size_t>(p.KW), static_cast<size_t>(p.SH),
              static_cast<size_t>(p.SW), static_cast<size_t>(p.DH), static_cast<size_t>(p.DW),
              static_cast<size_t>(p.OH), static_cast<size_t>(p.OW)};
@@ -31,21 +31,14 @@ class Pool2dF32 final : public Kernel {
   }
 
   void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
-    scratch_.reserve(pool.size(), plane_floats_);
+    planes_.fetch(pool.size(), plane_floats_);
     const float* x = in[0].as<float>();
     float* y = out[0].as<float>();
     const float fill = max_ ? -std::numeric_limits<float>::infinity() : 0.0f;
     pool.parallel_for(p_.N * p_.C, [&](int64_t plane_index, int thread) {
-      float* plane = scratch_.get(thread);
-      std::fill(plane, plane + p_.pad_top * PW_, fill);
-      const float* src = x + plane_index * p_.H * p_.W;
-      for (int64_t h = 0; h < p_.H; ++h) {
-        float* row = plane + (h + p_.pad_top) * PW_;
-        std::fill(row, row + p_.pad_left, fill);
-        std::memcpy(row + p_.pad_left, src + h * p_.W, static_cast<size_t>(p_.W) * sizeof(float));
-        std::fill(row + p_.pad_left + p_.W, row + PW_, fill);
-      }
-      std::fill(plane + (p_.H + p_.pad_top) * PW_, plane + plane_floats_, fill);
+      float* plane = planes_[thread];
+      ops::copy_padded_plane(x + plane_index * p_.H * p_.W, p_.H, p_.W, p_.pad_top, p_.pad_left, PW_, plane_floats_,
+                             fill, plane);
       float* dst = y + plane_index * p_.OH * p_.OW;
       if (max_)
         f32_maxpool2d_chw__avx2(plane, static_cast<size_t>(PW_), geom_, dst);
@@ -76,7 +69,7 @@ class Pool2dF32 final : public Kernel {
   int64_t PH_ = 0, PW_ = 0, plane_floats_ = 0;
   F32PoolGeometry geom_{};
   std::vector<float> inv_h_, inv_w_;
-  ops::ThreadScratch scratch_;
+  ops::PerThreadWorkspace planes_;
 };
 
 class GlobalAvgPoolF32 final : public Kernel {
