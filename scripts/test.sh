@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: release build + every test (unit, ONNX conformance, PyTorch oracles),
-# then a debug build with ASan+UBSan running the unit and conformance tests.
+# then a debug build with ASan+UBSan running the unit and conformance tests, then the AArch64 build
+# under qemu (LOWBIT_SKIP_SANITIZERS=1 / LOWBIT_SKIP_AARCH64=1 leave those out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -12,4 +13,8 @@ if [ "${LOWBIT_SKIP_SANITIZERS:-0}" != 1 ]; then
   cmake --preset debug >/dev/null
   cmake --build --preset debug -j "$jobs"
   ctest --preset debug -j "$jobs" -LE e2e
+fi
+# AArch64 (NEON, dot product) cross-compiled and run under qemu-aarch64.
+if [ "${LOWBIT_SKIP_AARCH64:-0}" != 1 ]; then
+  bash scripts/test-aarch64.sh
 fi

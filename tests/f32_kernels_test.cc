@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <random>
 #include <sstream>
@@ -26,6 +27,23 @@ bool host_has_avx2_fma() {
   Target t = host_target();
   return t.arch == Arch::x86_64 && t.has(Feature::avx2) && t.has(Feature::fma);
 }
+
+// The host's fp32 GEMM candidates named `prefix`* (conv igemm, gemm, matmul: one driver, a
+// micro-kernel table per ISA): every ISA the host runs is tested (AVX-512 and AVX2 on an AVX-512
+// machine), none when it has no SIMD kernels.
+std::vector<std::string> host_gemm_candidates(const std::string& prefix) {
+  const Target host = host_target();
+  std::vector<std::string> names;
+  for (const KernelCandidate& c : all_candidates()) {
+    if (c.name.rfind(prefix, 0) != 0 || !c.create || c.arch != host.arch) continue;
+    bool runs = true;
+    for (Feature f : c.features) runs = runs && host.has(f);
+    if (runs) names.push_back(c.name);
+  }
+  return names;
+}
+#define SKIP_WITHOUT_GEMM_ISA(prefix) \
+  if (host_gemm_candidates(prefix).empty()) GTEST_SKIP() << "host has no SIMD fp32 GEMM kernels"
 
 Tensor random_tensor(const Shape& s, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
   Tensor t(DType::f32, s);
@@ -182,7 +200,27 @@ std::vector<ConvCase> conv_cases() {
   // 1x1 pointwise, channel counts around the tile sizes.
   for (int64_t C : {1, 3, 5, 17})
     for (int64_t M : {1, 5, 6, 7, 17}) v.push_back({.C = C, .H = 7, .W = 7, .M = M, .KH = 1, .KW = 1});
+  // Around the 12 x 32 AVX-512 tile: M next to multiples of 12, pixel counts next to 32 and 16.
+  for (int64_t M : {11, 12, 13, 25})
+    for (auto [H, W] : std::vector<std::pair<int64_t, int64_t>>{{4, 8}, {3, 11}, {6, 6}, {5, 9}, {7, 7}})
+      v.push_back({.C = 9, .H = H, .W = W, .M = M, .KH = 1, .KW = 1, .residual = M == 13, .act_min = 0});
   v.push_back({.C = 64, .H = 14, .W = 14, .M = 256, .KH = 1, .KW = 1, .residual = true, .act_min = 0});
+  // Small images, where output channels take the vector lanes (rows = pixels): 7x7 outputs, a
+  // tail channel panel, many K blocks, batch 2.
+  v.push_back({.C = 64, .H = 7, .W = 7, .M = 64, .KH = 1, .KW = 1, .residual = true, .act_min = 0});
+  v.push_back({.C = 40,
+               .H = 14,
+               .W = 14,
+               .M = 48,
+               .KH = 3,
+               .KW = 3,
+               .SH = 2,
+               .SW = 2,
+               .pads = {1, 1, 1, 1},
+               .act_min = 0,
+               .act_max = 6});
+  v.push_back({.C = 300, .H = 3, .W = 3, .M = 100, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .residual = true});
+  v.push_back({.N = 2, .C = 20, .H = 5, .W = 5, .M = 48, .KH = 1, .KW = 1, .bias = false});
   v.push_back({.C = 256, .H = 56, .W = 56, .M = 64, .KH = 1, .KW = 1, .act_min = 0});
   v.push_back({.C = 1024, .H = 14, .W = 14, .M = 17, .KH = 1, .KW = 1, .bias = false});  // 3 K blocks
   v.push_back({.C = 512, .H = 28, .W = 28, .M = 128, .KH = 1, .KW = 1, .SH = 2, .SW = 2, .bias = false});
@@ -317,12 +355,15 @@ std::vector<ConvCase> depthwise_cases() {
 }
 
 TEST(F32Kernels, ConvIgemm) {
-  if (!host_has_avx2_fma()) GTEST_SKIP() << "host lacks avx2+fma";
+  SKIP_WITHOUT_GEMM_ISA("f32-conv2d-igemm-");
   std::mt19937 rng(1);
   for (const ConvCase& c : conv_cases()) {
     SCOPED_TRACE(c.str());
     OneNode t = make_conv(c, rng);
-    check_against_reference(t, "f32-conv2d-igemm-6x16-avx2", c.str());
+    for (const std::string& name : host_gemm_candidates("f32-conv2d-igemm-")) {
+      SCOPED_TRACE(name);
+      check_against_reference(t, name, c.str());
+    }
   }
 }
 
@@ -434,13 +475,15 @@ struct GemmCase {
 };
 
 TEST(F32Kernels, Gemm) {
-  if (!host_has_avx2_fma()) GTEST_SKIP() << "host lacks avx2+fma";
+  SKIP_WITHOUT_GEMM_ISA("f32-gemm-fc-");
   std::vector<GemmCase> cases = {
       {.M = 1, .K = 2048, .N = 1000, .bias = {1000}},
       {.M = 1, .K = 17, .N = 9, .trans_b = false, .bias = {1, 9}},
       {.M = 3, .K = 5, .N = 24, .bias = {1}, .alpha = 0.5f, .beta = 2.0f},
       {.M = 7, .K = 33, .N = 17, .trans_a = true, .trans_b = false},
       {.M = 13, .K = 64, .N = 40, .bias = {40}, .act_min = 0, .act_max = 1},
+      {.M = 25, .K = 300, .N = 49, .bias = {49}},  // row and column tails of the 12 x 32 tile
+      {.M = 12, .K = 9, .N = 16, .trans_b = false},
   };
   std::mt19937 rng(6);
   for (const GemmCase& c : cases) {
@@ -461,21 +504,44 @@ TEST(F32Kernels, Gemm) {
     if (std::isfinite(c.act_min)) at.set("act_min", c.act_min);
     if (std::isfinite(c.act_max)) at.set("act_max", c.act_max);
     t.node("Gemm", ins, at);
-    check_against_reference(t, "f32-gemm-fc-6x16-avx2", what);
+    for (const std::string& name : host_gemm_candidates("f32-gemm-fc-")) {
+      SCOPED_TRACE(name);
+      check_against_reference(t, name, what);
+    }
   }
 }
 
+TEST(F32Kernels, FullyConnectedChecksGiveReasons) {
+  std::mt19937 rng(8);
+  OneNode full_c;
+  ValueId a = full_c.input("a", random_tensor({3, 4}, rng));
+  ValueId b = full_c.constant("b", random_tensor({4, 5}, rng));
+  ValueId c = full_c.constant("c", random_tensor({3, 5}, rng));
+  full_c.node("Gemm", {a, b, c});
+  EXPECT_EQ(full_c.check("f32-gemm-fc-6x16-avx2"), "C shape 3x5 unsupported, needs a scalar, N or 1xN bias");
+
+  OneNode runtime_b;
+  ValueId a2 = runtime_b.input("a", random_tensor({2, 4}, rng));
+  ValueId b2 = runtime_b.input("b", random_tensor({4, 5}, rng));
+  runtime_b.node("MatMul", {a2, b2});
+  EXPECT_EQ(runtime_b.check("f32-matmul-fc-6x16-avx2"), "weights (B) not constant");
+}
+
 TEST(F32Kernels, MatMul) {
-  if (!host_has_avx2_fma()) GTEST_SKIP() << "host lacks avx2+fma";
+  SKIP_WITHOUT_GEMM_ISA("f32-matmul-fc-");
   std::mt19937 rng(7);
   for (auto [as, bs] :
-       std::vector<std::pair<Shape, Shape>>{{{1, 512}, {512, 10}}, {{2, 3, 19}, {19, 33}}, {{7}, {7, 5}}}) {
+       std::vector<std::pair<Shape, Shape>>{
+           {{1, 512}, {512, 10}}, {{2, 3, 19}, {19, 33}}, {{7}, {7, 5}}, {{14, 70}, {70, 48}}}) {
     SCOPED_TRACE(dims(as) + " * " + dims(bs));
     OneNode t;
     ValueId a = t.input("a", random_tensor(as, rng));
     ValueId b = t.constant("b", random_tensor(bs, rng));
     t.node("MatMul", {a, b});
-    check_against_reference(t, "f32-matmul-fc-6x16-avx2", dims(as));
+    for (const std::string& name : host_gemm_candidates("f32-matmul-fc-")) {
+      SCOPED_TRACE(name);
+      check_against_reference(t, name, dims(as));
+    }
   }
 }
 

@@ -74,7 +74,9 @@ TEST(Qu8Reference, QConvMatchesFloatConvolution) {
 }
 
 // ---- QConv fast kernels ----
+// (x86 kernels; tests/neon_kernels_test.cc checks the AArch64 ones against the same cases)
 
+#if defined(__x86_64__)
 TEST(Qu8Conv, Avx2MatchesReference) {
   for (const ConvCase& c : qu8test::conv_cases(/*big=*/true))
     qu8test::expect_conv_exact(c, [](const NodeContext& ctx) { return create_qconv2d_u8_igemm_avx2(ctx); });
@@ -127,6 +129,7 @@ TEST(Qu8Conv, DepthwiseAvx2MatchesReference) {
   c.SW = 3;
   qu8test::expect_conv_exact(c, [](const NodeContext& ctx) { return create_qconv2d_u8_dwconv_avx2(ctx); });
 }
+#endif  // __x86_64__
 
 TEST(Qu8Conv, ChecksGiveReasons) {
   ConvCase c;
@@ -143,6 +146,15 @@ TEST(Qu8Conv, ChecksGiveReasons) {
 }
 
 // ---- QGemm ----
+
+// The build's gemv kernel (AVX2 or NEON: one driver, a dot-product function per ISA).
+std::unique_ptr<Kernel> create_gemv(const NodeContext& ctx) {
+#if defined(__x86_64__)
+  return create_qgemm_u8_gemv_avx2(ctx);
+#else
+  return create_qgemm_u8_gemv_neon(ctx);
+#endif
+}
 
 struct GemmCase {
   int64_t M, K, N;
@@ -186,7 +198,7 @@ void expect_gemm_exact(const GemmCase& c, uint32_t seed) {
   Tensor ref(g.value(vy).dtype, {c.M, c.N});
   std::vector<TensorView> rout = {ref.view()};
   find_reference("QGemm")(g, n, in, rout);
-  auto k = create_qgemm_u8_gemv_avx2(ctx);
+  auto k = create_gemv(ctx);
   for (int threads : {1, 2}) {
     ThreadPool pool(threads);
     Tensor y(g.value(vy).dtype, {c.M, c.N});
@@ -209,7 +221,9 @@ TEST(Qu8Gemm, GemvMatchesReference) {
     expect_gemm_exact(c, seed++);
 }
 
-// ---- QAdd ----
+// ---- QAdd ---- (x86 kernel only)
+
+#if defined(__x86_64__)
 
 TEST(Qu8Add, MatchesReference) {
   std::mt19937 rng(7);
@@ -243,6 +257,7 @@ TEST(Qu8Add, MatchesReference) {
       ASSERT_EQ(std::memcmp(y.raw(), ref.raw(), size_t(numel)), 0) << numel << " variant " << variant;
     }
 }
+#endif  // __x86_64__
 
 }  // namespace
 }  // namespace lowbit

@@ -1,8 +1,12 @@
-// f32_peak [--layers] [--threads N]
-//   1. fp32 FMA peak of one core (12 independent ymm FMA chains).
-//   2. f32_gemm_6x16__avx2 on cache-resident panels at ResNet-like K, as GFLOP/s and % of peak.
+// f32_peak [--layers [--cold]] [--threads N]
+//   1. fp32 FMA peak of one core (12 independent FMA chains): zmm when the core has AVX-512
+//      (printed first: the core's peak), and ymm.
+//   2. f32_gemm_12x32__avx512 and f32_gemm_6x16__avx2 on cache-resident panels at ResNet-like K,
+//      as GFLOP/s and % of the peak of their vector width.
 //   3. with --layers: every distinct ResNet-50 conv layer (batch 1) through the dispatch
-//      table's best candidate, 1 and N threads, plus the count-weighted total.
+//      table's best candidate, 1 and N threads, plus the count-weighted total. With --cold, each
+//      run uses another of enough kernel copies that the packed weights come from memory, as in a
+//      whole model (ResNet-50 streams 100 MB of weights per inference), not from cache.
 // Timings are the minimum over repetitions; on a shared machine run it when the load is low.
 #include <algorithm>
 #include <chrono>
@@ -18,6 +22,7 @@
 #include "lowbit/runtime/thread_pool.h"
 
 float f32_fma_peak_loop__avx2(int64_t iters);
+float f32_fma_peak_loop__avx512(int64_t iters);
 
 namespace {
 
@@ -39,23 +44,25 @@ double min_seconds(F&& f, int reps, double min_total = 0.2) {
 
 // Best of several short bursts: on a shared machine a single long run mostly measures the
 // neighbours.
-double measure_peak() {
+double measure_peak(bool zmm) {
   const int64_t iters = 2'000'000;
   volatile float sink = 0;
   double s = 1e30;
   for (int burst = 0; burst < 10; ++burst)
-    s = std::min(s, min_seconds([&] { sink = sink + f32_fma_peak_loop__avx2(iters); }, 10, 0.02));
-  return static_cast<double>(iters) * 12 * 8 * 2 / s / 1e9;
+    s = std::min(s, min_seconds(
+                        [&] { sink = sink + (zmm ? f32_fma_peak_loop__avx512 : f32_fma_peak_loop__avx2)(iters); },
+                        10, 0.02));
+  return static_cast<double>(iters) * 12 * (zmm ? 16 : 8) * 2 / s / 1e9;
 }
 
-double measure_ukernel(size_t kc) {
-  std::vector<float, std::allocator<float>> a(kc * 6 + 16);
-  float* b = static_cast<float*>(std::aligned_alloc(64, (kc * 16 * sizeof(float) + 63) / 64 * 64));
+double measure_ukernel(lowbit::F32GemmUkernel uk, size_t mr, size_t nr, size_t kc) {
+  std::vector<float, std::allocator<float>> a(kc * mr + 16);
+  float* b = static_cast<float*>(std::aligned_alloc(64, (kc * nr * sizeof(float) + 63) / 64 * 64));
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> d(-1, 1);
   for (auto& v : a) v = d(rng);
-  for (size_t i = 0; i < kc * 16; ++i) b[i] = d(rng);
-  alignas(64) float c[6 * 16];
+  for (size_t i = 0; i < kc * nr; ++i) b[i] = d(rng);
+  alignas(64) float c[16 * 32];
   lowbit::F32GemmEpilogue e;
   const int calls = static_cast<int>(std::max<size_t>(1, 400'000 / kc));
   double s = 1e30;
@@ -64,13 +71,13 @@ double measure_ukernel(size_t kc) {
                         [&] {
                           for (int i = 0; i < calls; ++i) {
                             e.init = i ? c : nullptr;
-                            e.ld_init = 16;
-                            lowbit::f32_gemm_6x16__avx2(16, kc, a.data(), b, c, 16, e);
+                            e.ld_init = nr;
+                            uk(nr, kc, a.data(), b, c, nr, e);
                           }
                         },
                         10, 0.02));
   std::free(b);
-  return static_cast<double>(calls) * 2.0 * 6 * 16 * static_cast<double>(kc) / s / 1e9;
+  return static_cast<double>(calls) * 2.0 * static_cast<double>(mr * nr * kc) / s / 1e9;
 }
 
 struct Layer {
@@ -106,7 +113,7 @@ const Layer kResNet50[] = {
     {"l4 3x3 512", 2, 512, 7, 512, 3, 1, 1},
 };
 
-void bench_layers(int threads) {
+void bench_layers(int threads, bool cold) {
   using namespace lowbit;
   const Target target = host_target();
   std::mt19937 rng(2);
@@ -139,14 +146,20 @@ void bench_layers(int threads) {
     validate(g);
     NodeContext ctx{g, g.nodes[0], target, threads};
     Choice choice = select_kernel(ctx);
-    std::unique_ptr<Kernel> k = choice.chosen->create(ctx);
+    std::vector<std::unique_ptr<Kernel>> ks;
+    ks.push_back(choice.chosen->create(ctx));
+    const int64_t wbytes = std::max<int64_t>(1, ks[0]->packed_weight_bytes());
+    const int copies = cold ? static_cast<int>(std::clamp<int64_t>((96 << 20) / wbytes, 2, 64)) : 1;
+    while (static_cast<int>(ks.size()) < copies) ks.push_back(choice.chosen->create(ctx));
+    size_t next = 0;
     Tensor xt = random({1, L.C, L.H, L.H});
     Tensor yt(DType::f32, g.value(y).shape);
     std::vector<TensorView> in = {xt.view(), g.constant(w)->view(), g.constant(b)->view()};
     std::vector<TensorView> out = {yt.view()};
     const double flops = 2.0 * static_cast<double>(num_elements(g.value(y).shape)) * L.C * L.K * L.K;
-    double s1 = min_seconds([&] { k->run(in, out, pool1); }, 5);
-    double sn = threads == 1 ? s1 : min_seconds([&] { k->run(in, out, pooln); }, 5);
+    const int reps = std::max(5, 2 * copies);
+    double s1 = min_seconds([&] { ks[next++ % ks.size()]->run(in, out, pool1); }, reps);
+    double sn = threads == 1 ? s1 : min_seconds([&] { ks[next++ % ks.size()]->run(in, out, pooln); }, reps);
     std::printf("%-24s %5d %9.3f %8.1f %9.3f %8.1f  %s\n", L.name, L.count, s1 * 1e3, flops / s1 / 1e9, sn * 1e3,
                 flops / sn / 1e9, choice.chosen->name.c_str());
     total1 += L.count * s1;
@@ -160,11 +173,13 @@ void bench_layers(int threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool layers = false;
+  bool layers = false, cold = false;
   int threads = 2;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--layers"))
       layers = true;
+    else if (!std::strcmp(argv[i], "--cold"))
+      cold = true;
     else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc)
       threads = std::atoi(argv[++i]);
   }
@@ -173,13 +188,29 @@ int main(int argc, char** argv) {
     std::printf("host lacks avx2+fma\n");
     return 0;
   }
-  double peak = measure_peak();
-  std::vector<std::pair<size_t, double>> uk;
-  for (size_t kc : {64, 147, 256, 384, 576, 1024}) uk.push_back({kc, measure_ukernel(kc)});
-  peak = std::max(peak, measure_peak());
-  std::printf("fp32 FMA peak (1 core, ymm): %.1f GFLOP/s\n", peak);
-  std::printf("\n%-28s %8s %8s\n", "f32_gemm_6x16__avx2", "GFLOP/s", "of peak");
-  for (auto [kc, gf] : uk) std::printf("  kc=%-23zu %8.1f %7.0f%%\n", kc, gf, 100 * gf / peak);
-  if (layers) bench_layers(threads);
+  const bool zmm = t.has(lowbit::Feature::avx512f) && t.has(lowbit::Feature::avx512bw);
+  struct Micro {
+    const char* name;
+    lowbit::F32GemmUkernel uk;
+    size_t mr, nr;
+    bool zmm;
+  };
+  std::vector<Micro> micros = {{"f32_gemm_6x16__avx2", lowbit::f32_gemm_6x16__avx2, 6, 16, false}};
+  if (zmm) micros.insert(micros.begin(), {"f32_gemm_12x32__avx512", lowbit::f32_gemm_12x32__avx512, 12, 32, true});
+  double peak_zmm = zmm ? measure_peak(true) : 0, peak_ymm = measure_peak(false);
+  std::vector<std::vector<std::pair<size_t, double>>> uk(micros.size());
+  for (size_t m = 0; m < micros.size(); ++m)
+    for (size_t kc : {64, 147, 256, 384, 576, 1024})
+      uk[m].push_back({kc, measure_ukernel(micros[m].uk, micros[m].mr, micros[m].nr, kc)});
+  if (zmm) peak_zmm = std::max(peak_zmm, measure_peak(true));
+  peak_ymm = std::max(peak_ymm, measure_peak(false));
+  if (zmm) std::printf("fp32 FMA peak (1 core, zmm): %.1f GFLOP/s\n", peak_zmm);
+  std::printf("fp32 FMA peak (1 core, ymm): %.1f GFLOP/s\n", peak_ymm);
+  for (size_t m = 0; m < micros.size(); ++m) {
+    const double peak = micros[m].zmm ? peak_zmm : peak_ymm;
+    std::printf("\n%-28s %8s %8s\n", micros[m].name, "GFLOP/s", "of peak");
+    for (auto [kc, gf] : uk[m]) std::printf("  kc=%-23zu %8.1f %7.0f%%\n", kc, gf, 100 * gf / peak);
+  }
+  if (layers) bench_layers(threads, cold);
   return 0;
 }

@@ -19,7 +19,8 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("MODEL", o.model, "an .onnx file or a zoo model (resnet18, resnet50, mobilenet_v2)")->required();
   cmd.add_option("--input-shape", o.input_shapes, "fix an input's dynamic dims: name=1x3x224x224 (repeatable)");
   cmd.add_option("--threads", o.threads, "threads inside operators (default: all cores)");
-  cmd.add_option("--target", o.target, "target to compile for (see `lowbit targets`; default host)");
+  cmd.add_option("--target", o.target,
+                 "target to compile for (see `lowbit targets`; default: host, or an artifact's own target)");
   cmd.add_option("--precision", o.precision, "fp32 or int8 (quantized on the fly with calibration)")
       ->check(CLI::IsMember({"fp32", "int8"}));
   cmd.add_flag("--no-optimize", o.no_optimize, "skip BN folding and fusion (debugging)");
@@ -88,10 +89,16 @@ BuiltModel build_model(const ModelOptions& o, bool foreign_ok) {
   b.precision = o.precision;
   if (is_artifact_file(o.model)) {
     Artifact a = load_artifact(o.model);
-    b.graph = a.graph;
-    b.model = CompiledModel::compile(std::move(a.graph), opts);
     auto meta = nlohmann::json::parse(a.metadata_json);
     b.precision = meta.value("precision", "fp32");
+    // An artifact runs for the target it was compiled for unless --target says otherwise, so a
+    // model made for cascadelake does not quietly fall back to other kernels on a lesser CPU.
+    if (o.target.empty() && meta.contains("target_spec")) {
+      opts.target = parse_target(meta["target_spec"]);
+      opts.target.name = meta.value("target", "?") + " (the artifact's target)";
+    }
+    b.graph = a.graph;
+    b.model = CompiledModel::compile(std::move(a.graph), opts);
     return b;
   }
   Graph g = load_model(o.model, shapes);

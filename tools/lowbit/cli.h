@@ -16,7 +16,7 @@ struct ModelOptions {
   std::string model;
   std::vector<std::string> input_shapes;
   int threads = 0;
-  std::string target = "host";
+  std::string target;  // empty: the host (or, for an artifact, the target it was compiled for)
   std::string precision = "fp32";
   bool no_optimize = false;
   // int8 (quantized on the fly; an .lbm artifact is already quantized)

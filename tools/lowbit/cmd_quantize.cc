@@ -40,6 +40,7 @@ void register_quantize(CLI::App& app) {
                            {"calib_samples", m.calib_samples},
                            {"calib_data", m.calib_data.empty() ? "synthetic" : "npy folder"},
                            {"target", b.model->target().name},
+                           {"target_spec", b.model->target().spec()},
                            {"source", std::filesystem::path(m.model).filename().string()}};
     nlohmann::json slow = nlohmann::json::array();
     for (auto& s : b.slow) slow.push_back({{"node", s.node}, {"reason", s.reason}});

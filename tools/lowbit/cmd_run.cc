@@ -4,8 +4,10 @@
 #include "cli.h"
 #include "lowbit/common/error.h"
 #include "lowbit/artifact/artifact.h"
+#if defined(LOWBIT_HAS_ONNX)
 #include "lowbit/frontend/onnx/onnx_export.h"
 #include "lowbit/frontend/onnx/onnx_export_qdq.h"
+#endif
 #include "lowbit/frontend/zoo/zoo.h"
 #include "lowbit/io/npy.h"
 
@@ -66,6 +68,9 @@ void register_export(CLI::App& app) {
   add_model_options(*cmd, o->m);
   cmd->add_option("-o,--output", o->out, "output .onnx path")->required();
   cmd->callback([o] {
+#if !defined(LOWBIT_HAS_ONNX)
+    throw Error("export-onnx: this lowbit was built without ONNX support (LOWBIT_WITH_ONNX=OFF)");
+#else
     const bool artifact = is_artifact_file(o->m.model);
     if (!artifact && o->m.precision == "fp32") {
       if (!is_zoo_model(o->m.model))
@@ -81,6 +86,7 @@ void register_export(CLI::App& app) {
     if (quantized) export_onnx_qdq(b.graph, o->out);
     else export_onnx(b.graph, o->out);
     std::printf("wrote %s (%s)\n", o->out.c_str(), quantized ? "int8, QDQ" : "fp32");
+#endif
   });
 }
 

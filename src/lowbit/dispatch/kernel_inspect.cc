@@ -99,10 +99,10 @@ std::string self_binary_path() {
 }
 
 std::string find_objdump(const std::string& binary) {
-#if !defined(__aarch64__)
+  // An AArch64 binary may be inspected on an x86-64 machine (or run there under qemu-aarch64, whose
+  // popen starts the machine's own tools): the plain objdump would not know the architecture.
   if (elf_machine(binary) == 183)
     if (std::string cross = on_path("aarch64-linux-gnu-objdump"); !cross.empty()) return cross;
-#endif
   return on_path("objdump");
 }
 

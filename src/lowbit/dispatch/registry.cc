@@ -44,6 +44,12 @@ const std::vector<KernelCandidate>& full_table() {
   return table;
 }
 
+#if defined(__aarch64__)
+constexpr Arch kBuildArch = Arch::aarch64;
+#else
+constexpr Arch kBuildArch = Arch::x86_64;
+#endif
+
 std::string join_features(const std::vector<Feature>& fs) {
   std::string s;
   for (Feature f : fs) s += (s.empty() ? "" : "+") + std::string(feature_name(f));
@@ -73,6 +79,10 @@ std::string candidate_rejection(const KernelCandidate& c, const NodeContext& ctx
   for (Feature f : c.features)
     if (!ctx.target.has(f)) lacking += (lacking.empty() ? "" : ", ") + std::string(feature_name(f));
   if (!lacking.empty()) return "needs " + join_features(c.features) + ": target " + ctx.target.name + " lacks " + lacking;
+  if (!c.create)
+    return std::string("its ") + (c.arch == Arch::x86_64 ? "x86-64" : "aarch64") +
+           " code is not in this build of lowbit (built for " + (kBuildArch == Arch::x86_64 ? "x86-64" : "aarch64") +
+           ")";
   return c.check(ctx);
 }
 

@@ -32,11 +32,25 @@ struct KernelCandidate {
   std::vector<Feature> features;   // CPU features it needs; empty = portable C++
   // "" when the candidate can run this node, otherwise the reason it cannot ("stride 3 unsupported").
   std::string (*check)(const NodeContext&) = nullptr;
-  std::unique_ptr<Kernel> (*create)(const NodeContext&) = nullptr;
+  std::unique_ptr<Kernel> (*create)(const NodeContext&) = nullptr;  // nullptr: not in this build
   // Names of the micro-kernel functions it runs (unique, ISA-suffixed: "f32_gemm_6x16__avx2"),
   // so `inspect --kernels` can find them in the binary and count their key instructions.
   std::vector<std::string> ukernels = {};
 };
+
+// Kernels are compiled only for their own architecture, but the table lists every architecture's
+// rows (explain names them for a foreign --target): a row's create is nullptr in a build for
+// another architecture, which the registry reports as the reason it cannot be used.
+#if defined(__x86_64__)
+#define LOWBIT_X86_ONLY(create) create
+#else
+#define LOWBIT_X86_ONLY(create) nullptr
+#endif
+#if defined(__aarch64__)
+#define LOWBIT_AARCH64_ONLY(create) create
+#else
+#define LOWBIT_AARCH64_ONLY(create) nullptr
+#endif
 
 struct Rejection {
   const KernelCandidate* candidate;

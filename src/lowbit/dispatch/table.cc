@@ -1,5 +1,7 @@
 // The fp32 dispatch table: fast candidates per op, best first. registry.cc appends the int8
-// table and then the portable reference candidate of every op.
+// table and then the portable reference candidate of every op. One block per architecture; every
+// build lists both, but a row's create exists only in builds for its architecture
+// (LOWBIT_X86_ONLY / LOWBIT_AARCH64_ONLY), so `explain --target` names foreign kernels too.
 #include "lowbit/dispatch/registry.h"
 #include "lowbit/operators/conv2d_f32.h"
 #include "lowbit/operators/fully_connected_f32.h"
@@ -9,51 +11,77 @@ namespace lowbit {
 
 const std::vector<KernelCandidate>& all_candidates() {
   using F = Feature;
-  constexpr Arch x86 = Arch::x86_64;
+  constexpr Arch x86 = Arch::x86_64, arm = Arch::aarch64;
   static const std::vector<KernelCandidate> table = [] {
     std::vector<KernelCandidate> t;
+
+    // ---- x86-64 ----
     // The micro-kernels each candidate runs: `inspect --kernels` finds them in the binary by name.
     const std::vector<std::string> f32_gemm = {
         "f32_gemm_1x16__avx2", "f32_gemm_2x16__avx2", "f32_gemm_3x16__avx2", "f32_gemm_4x16__avx2",
         "f32_gemm_5x16__avx2", "f32_gemm_6x16__avx2", "f32_gemm_1x8__avx2",  "f32_gemm_2x8__avx2",
         "f32_gemm_3x8__avx2",  "f32_gemm_4x8__avx2",  "f32_gemm_5x8__avx2",  "f32_gemm_6x8__avx2"};
+    // AVX-512 (zmm, 12 x 32 tiles) ahead of AVX2: twice the FMA width where the core has it.
+    std::vector<std::string> f32_gemm_avx512;
+    for (int nr : {32, 16})
+      for (int mr = 1; mr <= 14; ++mr)
+        f32_gemm_avx512.push_back("f32_gemm_" + std::to_string(mr) + "x" + std::to_string(nr) + "__avx512");
+    const std::vector<Feature> avx512 = {F::avx2, F::fma, F::avx512f, F::avx512bw};
     // Depthwise first: the igemm would run a single-channel tile row per group there.
     t.push_back({"Conv",
                  "f32-dwconv2d-chw-avx2",
                  x86,
                  {F::avx2, F::fma},
                  check_conv2d_f32_dwconv,
-                 create_conv2d_f32_dwconv_avx2,
+                 LOWBIT_X86_ONLY(create_conv2d_f32_dwconv_avx2),
                  {"f32_dwconv2d_chw__avx2"}});
+    t.push_back({"Conv", "f32-conv2d-igemm-12x32-avx512", x86, avx512, check_conv2d_f32_igemm,
+                 LOWBIT_X86_ONLY(create_conv2d_f32_igemm_avx512), f32_gemm_avx512});
     t.push_back({"Conv",
                  "f32-conv2d-igemm-6x16-avx2",
                  x86,
                  {F::avx2, F::fma},
                  check_conv2d_f32_igemm,
-                 create_conv2d_f32_igemm_avx2,
+                 LOWBIT_X86_ONLY(create_conv2d_f32_igemm_avx2),
                  f32_gemm});
-    t.push_back({"Gemm", "f32-gemm-fc-6x16-avx2", x86, {F::avx2, F::fma}, check_gemm_f32, create_gemm_f32_avx2,
-                 f32_gemm});
-    t.push_back(
-        {"MatMul", "f32-matmul-fc-6x16-avx2", x86, {F::avx2, F::fma}, check_matmul_f32, create_matmul_f32_avx2,
-         f32_gemm});
-    t.push_back(
-        {"MaxPool", "f32-maxpool2d-chw-avx2", x86, {F::avx2, F::fma}, check_maxpool2d_f32, create_maxpool2d_f32_avx2,
-         {"f32_maxpool2d_chw__avx2"}});
+    t.push_back({"Gemm", "f32-gemm-fc-12x32-avx512", x86, avx512, check_gemm_f32,
+                 LOWBIT_X86_ONLY(create_gemm_f32_avx512), f32_gemm_avx512});
+    t.push_back({"Gemm", "f32-gemm-fc-6x16-avx2", x86, {F::avx2, F::fma}, check_gemm_f32,
+                 LOWBIT_X86_ONLY(create_gemm_f32_avx2), f32_gemm});
+    t.push_back({"MatMul", "f32-matmul-fc-12x32-avx512", x86, avx512, check_matmul_f32,
+                 LOWBIT_X86_ONLY(create_matmul_f32_avx512), f32_gemm_avx512});
+    t.push_back({"MatMul", "f32-matmul-fc-6x16-avx2", x86, {F::avx2, F::fma}, check_matmul_f32,
+                 LOWBIT_X86_ONLY(create_matmul_f32_avx2), f32_gemm});
+    t.push_back({"MaxPool", "f32-maxpool2d-chw-avx2", x86, {F::avx2, F::fma}, check_maxpool2d_f32,
+                 LOWBIT_X86_ONLY(create_maxpool2d_f32_avx2), {"f32_maxpool2d_chw__avx2"}});
     t.push_back({"AveragePool",
                  "f32-avgpool2d-chw-avx2",
                  x86,
                  {F::avx2, F::fma},
                  check_avgpool2d_f32,
-                 create_avgpool2d_f32_avx2,
+                 LOWBIT_X86_ONLY(create_avgpool2d_f32_avx2),
                  {"f32_avgpool2d_chw__avx2"}});
     t.push_back({"GlobalAveragePool",
                  "f32-global-avgpool-avx2",
                  x86,
                  {F::avx2, F::fma},
                  check_global_avgpool_f32,
-                 create_global_avgpool_f32_avx2,
+                 LOWBIT_X86_ONLY(create_global_avgpool_f32_avx2),
                  {"f32_global_avgpool__avx2"}});
+
+    // ---- AArch64 ----
+    // Depthwise and pooling have no NEON kernels yet: the igemm takes depthwise convs (one
+    // channel per tile row), the reference the pools.
+    const std::vector<std::string> f32_gemm_neon = {
+        "f32_gemm_1x16__neon", "f32_gemm_2x16__neon", "f32_gemm_3x16__neon", "f32_gemm_4x16__neon",
+        "f32_gemm_5x16__neon", "f32_gemm_6x16__neon", "f32_gemm_1x8__neon",  "f32_gemm_2x8__neon",
+        "f32_gemm_3x8__neon",  "f32_gemm_4x8__neon",  "f32_gemm_5x8__neon",  "f32_gemm_6x8__neon"};
+    t.push_back({"Conv", "f32-conv2d-igemm-6x16-neon", arm, {F::neon}, check_conv2d_f32_igemm,
+                 LOWBIT_AARCH64_ONLY(create_conv2d_f32_igemm_neon), f32_gemm_neon});
+    t.push_back({"Gemm", "f32-gemm-fc-6x16-neon", arm, {F::neon}, check_gemm_f32,
+                 LOWBIT_AARCH64_ONLY(create_gemm_f32_neon), f32_gemm_neon});
+    t.push_back({"MatMul", "f32-matmul-fc-6x16-neon", arm, {F::neon}, check_matmul_f32,
+                 LOWBIT_AARCH64_ONLY(create_matmul_f32_neon), f32_gemm_neon});
     return t;
   }();
   return table;

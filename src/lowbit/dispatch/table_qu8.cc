@@ -1,38 +1,60 @@
 // Quantized kernel candidates. Order = preference: VNNI (vpdpbusd, exact u8 x s8) ahead of the
-// AVX2 int16 kernels; every candidate is byte-exact against the reference, so the order is about
-// speed only.
+// AVX2 int16 kernels, dot product (sdot) ahead of the NEON int16 kernels; every candidate is
+// byte-exact against the reference, so the order is about speed only. One block per architecture,
+// as in table.cc: a row's create exists only in builds for its architecture.
 #include "lowbit/dispatch/table_qu8.h"
 
 #include "lowbit/operators/pool2d_u8.h"
 #include "lowbit/operators/qconv2d_u8.h"
+#include "lowbit/operators/quantize_u8.h"
 
 namespace lowbit {
 
 std::vector<KernelCandidate> qu8_candidates() {
   using F = Feature;
-  const Arch x86 = Arch::x86_64;
+  const Arch x86 = Arch::x86_64, arm = Arch::aarch64;
   std::vector<KernelCandidate> t;
+
+  // ---- x86-64 ----
   // The last field names the micro-kernels each candidate runs (`inspect --kernels` finds them
   // in the binary by name prefix, template arguments aside).
   // Depthwise first: the igemm would run one channel per tile row there.
   t.push_back({"QConv", "qu8-dwconv2d-avx2", x86, {F::avx2, F::fma}, check_qconv2d_u8_dwconv,
-               create_qconv2d_u8_dwconv_avx2, {"qu8_dwconv2d_chw__avx2"}});
-  t.push_back({"QConv", "qu8-conv2d-igemm-12x16-avx512vnni", x86, {F::avx512f, F::avx512bw, F::avx512vnni},
-               check_qconv2d_u8_igemm, create_qconv2d_u8_igemm_avx512vnni,
-               {"qu8_gemm_tile16__avx512vnni", "qu8_gemm_tile8__avx512vnni"}});
+               LOWBIT_X86_ONLY(create_qconv2d_u8_dwconv_avx2), {"qu8_dwconv2d_chw__avx2"}});
+  t.push_back({"QConv", "qu8-conv2d-igemm-16x16-avx512vnni", x86, {F::avx512f, F::avx512bw, F::avx512vnni},
+               check_qconv2d_u8_igemm, LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avx512vnni),
+               {"qu8_gemm_tile16__avx512vnni", "qu8_gemm_tile8__avx512vnni", "qu8_gemm_narrow__avx512vnni"}});
   t.push_back({"QConv", "qu8-conv2d-igemm-6x16-avxvnni", x86, {F::avx2, F::fma, F::avxvnni}, check_qconv2d_u8_igemm,
-               create_qconv2d_u8_igemm_avxvnni, {"qu8_gemm_tile__avxvnni"}});
+               LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avxvnni), {"qu8_gemm_tile__avxvnni"}});
   t.push_back({"QConv", "qu8-conv2d-igemm-6x16-avx2", x86, {F::avx2, F::fma}, check_qconv2d_u8_igemm,
-               create_qconv2d_u8_igemm_avx2, {"qu8_gemm_tile__avx2"}});
-  t.push_back({"QGemm", "qu8-fc-gemv-avx2", x86, {F::avx2, F::fma}, check_qgemm_u8_gemv, create_qgemm_u8_gemv_avx2,
-               {"qu8_gemv_acc__avx2"}});
-  t.push_back({"QAdd", "qu8-vadd-avx2", x86, {F::avx2, F::fma}, check_qadd_u8, create_qadd_u8_avx2,
+               LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avx2), {"qu8_gemm_tile__avx2"}});
+  t.push_back({"QGemm", "qu8-fc-gemv-avx2", x86, {F::avx2, F::fma}, check_qgemm_u8_gemv,
+               LOWBIT_X86_ONLY(create_qgemm_u8_gemv_avx2), {"qu8_gemv_acc__avx2"}});
+  t.push_back({"QAdd", "qu8-vadd-avx2", x86, {F::avx2, F::fma}, check_qadd_u8, LOWBIT_X86_ONLY(create_qadd_u8_avx2),
                {"qu8_vadd__avx2"}});
+  // Per-tensor u8 only; per-axis and i8 fall through to the reference.
+  t.push_back({"QuantizeLinear", "qu8-quantize-avx2", x86, {F::avx2, F::fma}, check_quantize_u8,
+               LOWBIT_X86_ONLY(create_quantize_u8_avx2), {"qu8_quantize__avx2"}});
+  t.push_back({"DequantizeLinear", "qu8-dequantize-avx2", x86, {F::avx2, F::fma}, check_dequantize_u8,
+               LOWBIT_X86_ONLY(create_dequantize_u8_avx2), {"qu8_dequantize__avx2"}});
   // u8 pooling: appended after the fp32 rows of the same ops, which reject u8 input.
   t.push_back({"MaxPool", "qu8-maxpool2d-chw-avx2", x86, {F::avx2, F::fma}, check_maxpool2d_u8,
-               create_maxpool2d_u8_avx2, {"qu8_maxpool2d_chw__avx2"}});
+               LOWBIT_X86_ONLY(create_maxpool2d_u8_avx2), {"qu8_maxpool2d_chw__avx2"}});
   t.push_back({"GlobalAveragePool", "qu8-global-avgpool-avx2", x86, {F::avx2, F::fma}, check_global_avgpool_u8,
-               create_global_avgpool_u8_avx2, {"qu8_global_avgpool__avx2"}});
+               LOWBIT_X86_ONLY(create_global_avgpool_u8_avx2), {"qu8_global_avgpool__avx2"}});
+
+  // ---- AArch64 ---- (depthwise QConv runs on the igemm; QAdd has no NEON kernel yet, so the
+  // guard keeps QAdd nodes in fp32)
+  t.push_back({"QConv", "qu8-conv2d-igemm-6x16-neondot", arm, {F::neon, F::dotprod}, check_qconv2d_u8_igemm,
+               LOWBIT_AARCH64_ONLY(create_qconv2d_u8_igemm_neondot), {"qu8_gemm_tile__neondot"}});
+  t.push_back({"QConv", "qu8-conv2d-igemm-6x16-neon", arm, {F::neon}, check_qconv2d_u8_igemm,
+               LOWBIT_AARCH64_ONLY(create_qconv2d_u8_igemm_neon), {"qu8_gemm_tile__neon"}});
+  t.push_back({"QGemm", "qu8-fc-gemv-neon", arm, {F::neon}, check_qgemm_u8_gemv,
+               LOWBIT_AARCH64_ONLY(create_qgemm_u8_gemv_neon), {"qu8_gemv_acc__neon"}});
+  t.push_back({"MaxPool", "qu8-maxpool2d-chw-neon", arm, {F::neon}, check_maxpool2d_u8,
+               LOWBIT_AARCH64_ONLY(create_maxpool2d_u8_neon), {"qu8_maxpool2d_chw__neon"}});
+  t.push_back({"GlobalAveragePool", "qu8-global-avgpool-neon", arm, {F::neon}, check_global_avgpool_u8,
+               LOWBIT_AARCH64_ONLY(create_global_avgpool_u8_neon), {"qu8_global_avgpool__neon"}});
   return t;
 }
 

@@ -4,7 +4,9 @@
 
 #include "lowbit/artifact/artifact.h"
 #include "lowbit/common/error.h"
+#if defined(LOWBIT_HAS_ONNX)
 #include "lowbit/frontend/onnx/onnx_import.h"
+#endif
 #include "lowbit/frontend/zoo/zoo.h"
 
 namespace lowbit {
@@ -28,7 +30,11 @@ Graph load_model(const std::string& spec, const std::map<std::string, Shape>& in
       if (!input_shapes.empty()) throw Error("--input-shape cannot change a compiled artifact's shapes");
       return load_artifact(spec).graph;
     }
+#if defined(LOWBIT_HAS_ONNX)
     return import_onnx_file(spec, input_shapes);
+#else
+    throw Error("cannot load '" + spec + "': this lowbit was built without ONNX support (LOWBIT_WITH_ONNX=OFF)");
+#endif
   }
   std::string names;
   for (auto& n : zoo_model_names()) names += " " + n;

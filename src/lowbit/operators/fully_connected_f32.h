@@ -4,12 +4,19 @@
 #include <string>
 
 #include "lowbit/dispatch/registry.h"
+#include "lowbit/operators/conv2d_f32.h"
 
 namespace lowbit {
 
 std::string check_gemm_f32(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_gemm_f32(const NodeContext& ctx, const F32GemmKernels& ks);
 std::unique_ptr<Kernel> create_gemm_f32_avx2(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_gemm_f32_avx512(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_gemm_f32_neon(const NodeContext& ctx);
 std::string check_matmul_f32(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_matmul_f32(const NodeContext& ctx, const F32GemmKernels& ks);
 std::unique_ptr<Kernel> create_matmul_f32_avx2(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_matmul_f32_avx512(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_matmul_f32_neon(const NodeContext& ctx);
 
 }  // namespace lowbit

@@ -14,6 +14,8 @@
 namespace lowbit {
 namespace {
 
+// The kernels call x86 micro-kernels directly; on other architectures these ops run the reference.
+#if defined(__x86_64__)
 class Pool2dF32 final : public Kernel {
  public:
   Pool2dF32(const Pool2dParams& p, bool is_max, int threads) : p_(p), max_(is_max) {
@@ -86,6 +88,7 @@ class GlobalAvgPoolF32 final : public Kernel {
     });
   }
 };
+#endif  // __x86_64__
 
 std::string check_pool_common(const NodeContext& ctx) {
   if (std::string r = ops::need_f32(ctx, 0, "input"); !r.empty()) return r;
@@ -100,15 +103,19 @@ std::string check_maxpool2d_f32(const NodeContext& ctx) {
   return "";
 }
 
+#if defined(__x86_64__)
 std::unique_ptr<Kernel> create_maxpool2d_f32_avx2(const NodeContext& ctx) {
   return std::make_unique<Pool2dF32>(pool2d_params(ctx.graph, ctx.node), true, ctx.threads);
 }
+#endif
 
 std::string check_avgpool2d_f32(const NodeContext& ctx) { return check_pool_common(ctx); }
 
+#if defined(__x86_64__)
 std::unique_ptr<Kernel> create_avgpool2d_f32_avx2(const NodeContext& ctx) {
   return std::make_unique<Pool2dF32>(pool2d_params(ctx.graph, ctx.node), false, ctx.threads);
 }
+#endif
 
 std::string check_global_avgpool_f32(const NodeContext& ctx) {
   if (std::string r = ops::need_f32(ctx, 0, "input"); !r.empty()) return r;
@@ -116,8 +123,10 @@ std::string check_global_avgpool_f32(const NodeContext& ctx) {
   return "";
 }
 
+#if defined(__x86_64__)
 std::unique_ptr<Kernel> create_global_avgpool_f32_avx2(const NodeContext&) {
   return std::make_unique<GlobalAvgPoolF32>();
 }
+#endif
 
 }  // namespace lowbit

@@ -1,6 +1,7 @@
 // u8 pooling drivers, parallel over (image, channel) planes. MaxPool copies each plane into a
 // per-thread buffer padded with 0 (never a window's maximum) and split into column phases
-// (kernels/qu8-pool/qu8_pool.h), large enough for every window including ceil_mode overhang.
+// (kernels/qu8-pool/qu8_pool.h), large enough for every window including ceil_mode overhang. The
+// ISA comes in as a table of kernel functions (AVX2 or NEON).
 #include "lowbit/operators/pool2d_u8.h"
 
 #include <algorithm>
@@ -16,7 +17,7 @@ namespace {
 
 class MaxPoolU8 final : public Kernel {
  public:
-  MaxPoolU8(const Pool2dParams& p, int threads) : p_(p) {
+  MaxPoolU8(const Pool2dParams& p, int threads, const Qu8PoolKernels& ks) : p_(p), ks_(ks) {
     PH_ = std::max(p.H + p.pad_top + p.pad_bottom, (p.OH - 1) * p.SH + (p.KH - 1) * p.DH + 1);
     const int64_t PW = std::max(p.W + p.pad_left + p.pad_right, (p.OW - 1) * p.SW + (p.KW - 1) * p.DW + 1);
     geom_ = {static_cast<size_t>(p.KH), static_cast<size_t>(p.KW), static_cast<size_t>(p.SH),
@@ -36,15 +37,16 @@ class MaxPoolU8 final : public Kernel {
       const uint8_t* src = x + plane_index * p_.H * p_.W;
       std::memset(plane, 0, static_cast<size_t>(p_.pad_top * ld_row_));
       for (int64_t h = 0; h < p_.H; ++h)
-        qu8_pool_phase_row__avx2(src + h * p_.W, static_cast<size_t>(p_.W), static_cast<size_t>(p_.pad_left),
-                                 geom_.SW, geom_.ld_phase, plane + (h + p_.pad_top) * ld_row_);
+        ks_.phase_row(src + h * p_.W, static_cast<size_t>(p_.W), static_cast<size_t>(p_.pad_left), geom_.SW,
+                      geom_.ld_phase, plane + (h + p_.pad_top) * ld_row_);
       std::memset(plane + (p_.pad_top + p_.H) * ld_row_, 0, static_cast<size_t>((PH_ - p_.pad_top - p_.H) * ld_row_));
-      qu8_maxpool2d_chw__avx2(plane, geom_, y + plane_index * p_.OH * p_.OW);
+      ks_.maxpool(plane, geom_, y + plane_index * p_.OH * p_.OW);
     });
   }
 
  private:
   Pool2dParams p_;
+  Qu8PoolKernels ks_;
   int64_t PH_ = 0, ld_row_ = 0, plane_floats_ = 0;
   Qu8PoolGeometry geom_{};
   ops::ThreadScratch scratch_;
@@ -52,6 +54,7 @@ class MaxPoolU8 final : public Kernel {
 
 class GlobalAvgPoolU8 final : public Kernel {
  public:
+  explicit GlobalAvgPoolU8(const Qu8PoolKernels& ks) : ks_(ks) {}
   void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
     const Shape& s = in[0].shape;
     const int64_t planes = s[0] * s[1], n = s[2] * s[3], chunk = 64;
@@ -59,10 +62,20 @@ class GlobalAvgPoolU8 final : public Kernel {
     uint8_t* y = out[0].as<uint8_t>();
     pool.parallel_for(ops::ceil_div(planes, chunk), [&](int64_t t, int) {
       const int64_t c0 = t * chunk, c1 = std::min(planes, c0 + chunk);
-      qu8_global_avgpool__avx2(x + c0 * n, static_cast<size_t>(n), static_cast<size_t>(c1 - c0), y + c0);
+      ks_.global_avgpool(x + c0 * n, static_cast<size_t>(n), static_cast<size_t>(c1 - c0), y + c0);
     });
   }
+
+ private:
+  Qu8PoolKernels ks_;
 };
+
+#if defined(__x86_64__)
+constexpr Qu8PoolKernels kAvx2 = {qu8_pool_phase_row__avx2, qu8_maxpool2d_chw__avx2, qu8_global_avgpool__avx2};
+#endif
+#if defined(__aarch64__)
+constexpr Qu8PoolKernels kNeon = {qu8_pool_phase_row__neon, qu8_maxpool2d_chw__neon, qu8_global_avgpool__neon};
+#endif
 
 // Both ops pass the input's quantization through: a different output scale would need a requantization.
 std::string check_u8_passthrough(const NodeContext& ctx) {
@@ -84,14 +97,28 @@ std::string check_maxpool2d_u8(const NodeContext& ctx) {
   return "";
 }
 
+#if defined(__x86_64__)
 std::unique_ptr<Kernel> create_maxpool2d_u8_avx2(const NodeContext& ctx) {
-  return std::make_unique<MaxPoolU8>(pool2d_params(ctx.graph, ctx.node), ctx.threads);
+  return std::make_unique<MaxPoolU8>(pool2d_params(ctx.graph, ctx.node), ctx.threads, kAvx2);
 }
+#endif
+#if defined(__aarch64__)
+std::unique_ptr<Kernel> create_maxpool2d_u8_neon(const NodeContext& ctx) {
+  return std::make_unique<MaxPoolU8>(pool2d_params(ctx.graph, ctx.node), ctx.threads, kNeon);
+}
+#endif
 
 std::string check_global_avgpool_u8(const NodeContext& ctx) { return check_u8_passthrough(ctx); }
 
+#if defined(__x86_64__)
 std::unique_ptr<Kernel> create_global_avgpool_u8_avx2(const NodeContext&) {
-  return std::make_unique<GlobalAvgPoolU8>();
+  return std::make_unique<GlobalAvgPoolU8>(kAvx2);
 }
+#endif
+#if defined(__aarch64__)
+std::unique_ptr<Kernel> create_global_avgpool_u8_neon(const NodeContext&) {
+  return std::make_unique<GlobalAvgPoolU8>(kNeon);
+}
+#endif
 
 }  // namespace lowbit

@@ -12,8 +12,10 @@ namespace lowbit {
 // MaxPool 2-D, any kernel, stride, padding, dilation and ceil_mode.
 std::string check_maxpool2d_u8(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_maxpool2d_u8_avx2(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_maxpool2d_u8_neon(const NodeContext& ctx);  // aarch64 builds only
 // GlobalAveragePool: q = int(nearbyintf(float(sum_q) / float(H * W))).
 std::string check_global_avgpool_u8(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_global_avgpool_u8_avx2(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_global_avgpool_u8_neon(const NodeContext& ctx);  // aarch64 builds only
 
 }  // namespace lowbit

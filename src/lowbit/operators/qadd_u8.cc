@@ -10,6 +10,8 @@
 namespace lowbit {
 namespace {
 
+// The kernels call x86 micro-kernels directly; on other architectures these ops run the reference.
+#if defined(__x86_64__)
 int32_t clamp_bound(float act, float s_y, int32_t zp_y, int32_t absent) {
   if (!std::isfinite(act)) return absent;
   float r = std::nearbyintf(act / s_y);
@@ -48,6 +50,7 @@ class QAddU8 final : public Kernel {
  private:
   Qu8AddParams p_;
 };
+#endif  // __x86_64__
 
 }  // namespace
 
@@ -63,6 +66,8 @@ std::string check_qadd_u8(const NodeContext& ctx) {
   return "";
 }
 
+#if defined(__x86_64__)
 std::unique_ptr<Kernel> create_qadd_u8_avx2(const NodeContext& ctx) { return std::make_unique<QAddU8>(ctx); }
+#endif
 
 }  // namespace lowbit

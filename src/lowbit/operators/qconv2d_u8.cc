@@ -6,8 +6,9 @@
 // nr consecutive u8 pixels straight into NCHW.
 //
 // Zero point of x: padding positions hold zp_x (the padded copy's border is filled once at
-// creation). The AVX2 kernels subtract zp_x while packing; the VNNI kernels multiply raw u8 and
-// start each accumulator at -zp_x * sum_k w[m][k] instead. Both give the integers of the contract.
+// creation). The AVX2 and NEON kernels subtract zp_x while packing; the VNNI kernels multiply raw
+// u8 and start each accumulator at -zp_x * sum_k w[m][k] instead (sdot: s8 = x - 128, and
+// (128 - zp_x) * sum_k w). All give the integers of the contract.
 //
 // K is split into blocks of at most ks.kc_max values so that a packed panel stays in L1; the
 // int32 partial sums of a panel live in per-thread scratch between blocks. Every output byte is a
@@ -73,33 +74,42 @@ class QConv2dIgemm final : public Kernel {
         for (int64_t kw = 0; kw < p.KW; ++kw) koff_[static_cast<size_t>(k++)] = c * PH_ * PW_ + kh * p.DH * PW_ + kw * p.DW;
     // k >= K (group padding) has zero weights; its offset only needs to be readable.
 
-    // Weights: per group, panels of mr output channels (the last one narrower), Kp/kg x mr words.
+    const int64_t ngroups = Kp_ / kg;
+    nkb_ = ceil_div(Kp_, ks.kc_max);
+    kgb_ = ceil_div(ngroups, nkb_);  // k groups per block (the last block may be shorter)
+
+    // Weights: per group and K block, panels of mr output channels (the last one narrower), each
+    // nkg x mr words. K-block-major: a pixel panel's pass over one K block then reads the weights
+    // as one sequential stream, which the hardware prefetchers follow (panel-major, the blocks of
+    // consecutive channel panels lie K apart, and multi-MB weights arrive cache miss by miss).
     const int64_t mr_max = ks.mr;
-    packed_ = Tensor(DType::i32, {p.M * Kp_ / kg});
+    packed_ = Tensor(DType::i32, {p.M * ngroups});
     uint32_t* pw = packed_.data<uint32_t>();
     for (int64_t gi = 0; gi < p.group; ++gi)
-      for (int64_t m0 = 0; m0 < Mg_; m0 += mr_max) {
-        const int64_t mr = std::min(mr_max, Mg_ - m0);
-        uint32_t* dst = pw + (gi * Mg_ + m0) * Kp_ / kg;
-        for (int64_t kk = 0; kk < Kp_ / kg; ++kk)
-          for (int64_t r = 0; r < mr; ++r) {
-            uint32_t word = 0;
-            for (int64_t i = 0; i < kg; ++i) {
-              const int64_t k = kk * kg + i;
-              const int32_t v = k < K_ ? w[(gi * Mg_ + m0 + r) * K_ + k] : 0;
-              word |= ks.widened ? (static_cast<uint32_t>(static_cast<uint16_t>(v)) << (16 * i))
-                                 : (static_cast<uint32_t>(static_cast<uint8_t>(v)) << (8 * i));
+      for (int64_t kb = 0; kb < nkb_; ++kb)
+        for (int64_t m0 = 0; m0 < Mg_; m0 += mr_max) {
+          const int64_t mr = std::min(mr_max, Mg_ - m0), kk0 = kb * kgb_, nkg = std::min(kgb_, ngroups - kk0);
+          uint32_t* dst = pw + a_offset(gi, m0 / mr_max, kb);
+          for (int64_t kk = 0; kk < nkg; ++kk)
+            for (int64_t r = 0; r < mr; ++r) {
+              uint32_t word = 0;
+              for (int64_t i = 0; i < kg; ++i) {
+                const int64_t k = (kk0 + kk) * kg + i;
+                const int32_t v = k < K_ ? w[(gi * Mg_ + m0 + r) * K_ + k] : 0;
+                word |= ks.widened ? (static_cast<uint32_t>(static_cast<uint16_t>(v)) << (16 * i))
+                                   : (static_cast<uint32_t>(static_cast<uint8_t>(v)) << (8 * i));
+              }
+              dst[kk * mr + r] = word;
             }
-            dst[kk * mr + r] = word;
-          }
-      }
+        }
     if (!ks.widened) {
-      // -zp_x * sum_k w: the raw-u8 product sum minus this equals sum (x - zp_x) * w (mod 2^32).
+      // (x_shift - zp_x) * sum_k w: the kernel sums (x - x_shift) * w (raw u8 for VNNI, s8 for sdot);
+      // plus this it equals sum (x - zp_x) * w (mod 2^32).
       row_init_.resize(static_cast<size_t>(p.M));
       for (int64_t m = 0; m < p.M; ++m) {
         int64_t s = 0;
         for (int64_t k = 0; k < K_; ++k) s += w[m * K_ + k];
-        row_init_[static_cast<size_t>(m)] = static_cast<int32_t>(-static_cast<int64_t>(zp_x_) * s);
+        row_init_[static_cast<size_t>(m)] = static_cast<int32_t>((ks.x_shift - static_cast<int64_t>(zp_x_)) * s);
       }
     }
 
@@ -141,9 +151,6 @@ class QConv2dIgemm final : public Kernel {
       panels_.push_back(pan);
     }
 
-    const int64_t ngroups = Kp_ / kg;
-    nkb_ = ceil_div(Kp_, ks.kc_max);
-    kgb_ = ceil_div(ngroups, nkb_);  // k groups per block (the last block may be shorter)
     mpanels_ = ceil_div(Mg_, mr_max);
     const int64_t elem = ks.widened ? 2 : 1;
     bbytes_ = kgb_ * kg * ks.nr * elem;
@@ -189,6 +196,12 @@ class QConv2dIgemm final : public Kernel {
   }
 
  private:
+  // Word offset of the weight block of channel panel mp, K block kb, group g (layout above).
+  int64_t a_offset(int64_t g, int64_t mp, int64_t kb) const {
+    const int64_t ngroups = Kp_ / ks_.kg, kk0 = kb * kgb_, nkg = std::min(kgb_, ngroups - kk0);
+    return g * Mg_ * ngroups + kk0 * Mg_ + mp * ks_.mr * nkg;
+  }
+
   struct Panel {
     int64_t p0;
     int32_t nvalid, run_begin, run_end;
@@ -201,7 +214,8 @@ class QConv2dIgemm final : public Kernel {
     const int64_t kg = ks_.kg, mr_max = ks_.mr;
     const int64_t nr = pan.tail ? ks_.nr_tail : ks_.nr;
     const Qu8Im2colPack pack = pan.tail ? ks_.pack_tail : ks_.pack;
-    const Qu8GemmUkernel* table = pan.tail ? ks_.tail : ks_.main;
+    // Narrow panels (a few pixels, e.g. 7 x 7 = 3 x 16 + 1) run channels in lanes on the same packing.
+    const Qu8GemmUkernel* table = pan.tail && pan.nvalid <= ks_.narrow_max ? ks_.narrow : pan.tail ? ks_.tail : ks_.main;
     const int64_t gofs = g * Cg_ * PH_ * PW_;
     const uint8_t* xg = x + gofs;
     uint8_t* bbuf = scratch;  // 64-byte aligned (ThreadScratch)
@@ -229,7 +243,7 @@ class QConv2dIgemm final : public Kernel {
         e.scale = scale_.data() + m;
         e.bias = bias_.data() + m;
         e.res = res ? res + m * OHW_ + pan.p0 : nullptr;
-        table[mr](static_cast<size_t>(pan.nvalid), static_cast<size_t>(nkg), packed + m * ngroups + kk0 * mr, bbuf,
+        table[mr](static_cast<size_t>(pan.nvalid), static_cast<size_t>(nkg), packed + a_offset(g, mp, kb), bbuf,
                   y + m * OHW_ + pan.p0, static_cast<size_t>(OHW_), e);
       }
     }
@@ -253,6 +267,8 @@ class QConv2dIgemm final : public Kernel {
 };
 
 // ---- depthwise ----
+
+#if defined(__x86_64__)  // calls the AVX2 depthwise micro-kernels directly
 
 // Requantization constants shared by the conv drivers.
 struct QConvRequant {
@@ -348,6 +364,7 @@ class QDwConv2d final : public Kernel {
   Qu8DwGeometry geom_{};
   ops::ThreadScratch scratch_;
 };
+#endif  // __x86_64__
 
 }  // namespace
 
@@ -407,6 +424,7 @@ std::string check_qconv2d_u8_dwconv(const NodeContext& ctx) {
   return "";
 }
 
+#if defined(__x86_64__)
 std::unique_ptr<Kernel> create_qconv2d_u8_dwconv_avx2(const NodeContext& ctx) {
   return std::make_unique<QDwConv2d>(ctx, conv2d_params(ctx.graph, ctx.node));
 }
@@ -422,5 +440,16 @@ std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avx512vnni(const NodeContext& ct
 std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avxvnni(const NodeContext& ctx) {
   return create_qconv2d_u8_igemm(ctx, qu8_gemm_kernels_avxvnni());
 }
+#endif  // __x86_64__
+
+#if defined(__aarch64__)
+std::unique_ptr<Kernel> create_qconv2d_u8_igemm_neon(const NodeContext& ctx) {
+  return create_qconv2d_u8_igemm(ctx, qu8_gemm_kernels_neon());
+}
+
+std::unique_ptr<Kernel> create_qconv2d_u8_igemm_neondot(const NodeContext& ctx) {
+  return create_qconv2d_u8_igemm(ctx, qu8_gemm_kernels_neondot());
+}
+#endif  // __aarch64__
 
 }  // namespace lowbit

@@ -24,6 +24,8 @@ std::unique_ptr<Kernel> create_qconv2d_u8_igemm(const NodeContext& ctx, const Qu
 std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avx2(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avx512vnni(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avxvnni(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qconv2d_u8_igemm_neon(const NodeContext& ctx);     // aarch64 builds only
+std::unique_ptr<Kernel> create_qconv2d_u8_igemm_neondot(const NodeContext& ctx);  // aarch64 builds only
 
 // Depthwise QConv (group == C == M), any kernel up to 62 taps, stride, dilation and padding.
 std::string check_qconv2d_u8_dwconv(const NodeContext& ctx);
@@ -32,6 +34,7 @@ std::unique_ptr<Kernel> create_qconv2d_u8_dwconv_avx2(const NodeContext& ctx);
 // QGemm (A [M, K] u8 x W [N, K] i8), u8 or f32 output: one int16 dot-product pass per row.
 std::string check_qgemm_u8_gemv(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_qgemm_u8_gemv_avx2(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qgemm_u8_gemv_neon(const NodeContext& ctx);  // aarch64 builds only
 
 // QAdd of two u8 tensors of the same shape.
 std::string check_qadd_u8(const NodeContext& ctx);

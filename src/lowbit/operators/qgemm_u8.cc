@@ -1,7 +1,8 @@
 // QGemm driver (fully connected, A [M, K] u8 x W [N, K]^T i8): per row of A, the activations are
 // widened once to int16 (x - zp_x) and every output channel is one int16 x int8 dot product
-// (kernels/qu8-gemv). At M = 1 the layer is bound by reading the i8 weights, which stay i8 (K
-// padded to 16 with zeros at creation). The epilogue is the contract's scalar formula.
+// (kernels/qu8-gemv, one function per ISA). At M = 1 the layer is bound by reading the i8 weights,
+// which stay i8 (K padded to 16 with zeros at creation). The epilogue is the contract's scalar
+// formula.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -24,7 +25,7 @@ int32_t clamp_bound(float act, float s_y, int32_t zp_y, int32_t absent) {
 
 class QGemmGemv final : public Kernel {
  public:
-  explicit QGemmGemv(const NodeContext& ctx) {
+  QGemmGemv(const NodeContext& ctx, Qu8GemvAcc gemv) : gemv_(gemv) {
     const QuantParams& qx = *ctx.in(0).quant;
     const QuantParams& qw = *ctx.in(1).quant;
     K_ = ctx.in(0).shape[1];
@@ -70,8 +71,8 @@ class QGemmGemv final : public Kernel {
       int32_t* acc = reinterpret_cast<int32_t*>(a + Kp_);
       const uint8_t* xr = x + m * K_;
       for (int64_t k = 0; k < Kp_; ++k) a[k] = static_cast<int16_t>(k < K_ ? int32_t{xr[k]} - zp_x_ : 0);
-      qu8_gemv_acc__avx2(static_cast<size_t>(Kp_), a, weights_.data<int8_t>() + n0 * Kp_, static_cast<size_t>(Kp_),
-                         static_cast<size_t>(nn), acc);
+      gemv_(static_cast<size_t>(Kp_), a, weights_.data<int8_t>() + n0 * Kp_, static_cast<size_t>(Kp_),
+            static_cast<size_t>(nn), acc);
       for (int64_t j = 0; j < nn; ++j) {
         const size_t n = static_cast<size_t>(n0 + j);
         const float v = std::fmaf(static_cast<float>(acc[j]), scale_[n], bias_[n]);
@@ -87,6 +88,7 @@ class QGemmGemv final : public Kernel {
   }
 
  private:
+  Qu8GemvAcc gemv_;
   int64_t K_ = 0, N_ = 0, Kp_ = 0;
   int32_t zp_x_ = 0, zp_y_ = 0, lo_ = 0, hi_ = 255;
   bool f32_out_ = false;
@@ -119,6 +121,16 @@ std::string check_qgemm_u8_gemv(const NodeContext& ctx) {
   return "";
 }
 
-std::unique_ptr<Kernel> create_qgemm_u8_gemv_avx2(const NodeContext& ctx) { return std::make_unique<QGemmGemv>(ctx); }
+#if defined(__x86_64__)
+std::unique_ptr<Kernel> create_qgemm_u8_gemv_avx2(const NodeContext& ctx) {
+  return std::make_unique<QGemmGemv>(ctx, qu8_gemv_acc__avx2);
+}
+#endif
+
+#if defined(__aarch64__)
+std::unique_ptr<Kernel> create_qgemm_u8_gemv_neon(const NodeContext& ctx) {
+  return std::make_unique<QGemmGemv>(ctx, qu8_gemv_acc__neon);
+}
+#endif
 
 }  // namespace lowbit

@@ -1,6 +1,33 @@
 #include "lowbit/runtime/thread_pool.h"
 
+#include <chrono>
+
 namespace lowbit {
+namespace {
+
+// How long a thread spins for the next event before blocking: long enough to bridge the gap
+// between two operators, short enough not to burn a core when the model is idle.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+inline void cpu_relax() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+template <class Pred>
+bool spin_until(Pred done) {
+  auto until = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    cpu_relax();
+    if ((i & 255) == 255 && std::chrono::steady_clock::now() > until) return false;
+  }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
@@ -11,7 +38,7 @@ ThreadPool::ThreadPool(int threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lk(mu_);
-    stop_ = true;
+    stop_.store(true);
   }
   cv_start_.notify_all();
   for (auto& t : workers_) t.join();
@@ -28,33 +55,39 @@ void ThreadPool::parallel_for(int64_t tasks, const std::function<void(int64_t, i
     job_ = &fn;
     tasks_ = tasks;
     next_.store(0, std::memory_order_relaxed);
-    pending_ = static_cast<int>(workers_.size());
-    ++generation_;
+    pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
   }
   cv_start_.notify_all();
   for (int64_t t; (t = next_.fetch_add(1, std::memory_order_relaxed)) < tasks;) fn(t, 0);
-  std::unique_lock<std::mutex> lk(mu_);
-  cv_done_.wait(lk, [this] { return pending_ == 0; });
-  job_ = nullptr;
+  if (!spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; })) {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_done_.wait(lk, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+  }
 }
 
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
+    auto ready = [&] { return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen; };
+    if (!spin_until(ready)) {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_start_.wait(lk, ready);
+    }
     const std::function<void(int64_t, int)>* job;
     int64_t tasks;
     {
-      std::unique_lock<std::mutex> lk(mu_);
-      cv_start_.wait(lk, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+      // The job fields are written under the lock before the generation moves.
+      std::lock_guard<std::mutex> lk(mu_);
+      if (stop_.load()) return;
+      seen = generation_.load(std::memory_order_acquire);
       job = job_;
       tasks = tasks_;
     }
     for (int64_t t; (t = next_.fetch_add(1, std::memory_order_relaxed)) < tasks;) (*job)(t, index);
-    {
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       std::lock_guard<std::mutex> lk(mu_);
-      if (--pending_ == 0) cv_done_.notify_one();
+      cv_done_.notify_one();
     }
   }
 }

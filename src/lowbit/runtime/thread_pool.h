@@ -1,6 +1,8 @@
 #pragma once
 // A small fork-join pool. parallel_for hands out task indices dynamically; the caller thread
-// works too. Kernels parallelise inside an operator; operators run one after another.
+// works too. Kernels parallelise inside an operator; operators run one after another, so workers
+// spin briefly between jobs before sleeping: a ResNet-50 inference forks ~100 times and a
+// condition-variable wake-up per fork costs more than a short spin.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -30,9 +32,9 @@ class ThreadPool {
   const std::function<void(int64_t, int)>* job_ = nullptr;
   int64_t tasks_ = 0;
   std::atomic<int64_t> next_{0};
-  int pending_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  std::atomic<int> pending_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace lowbit

@@ -8,6 +8,8 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#elif defined(__aarch64__)
+#include <sys/auxv.h>
 #endif
 
 namespace lowbit {
@@ -77,8 +79,13 @@ Target detect() {
     if (__get_cpuid_count(7, 1, &a71, &b71, &c71, &d71) && ymm_ok && (a71 & (1u << 4))) t.add(F::avxvnni);
   }
 #elif defined(__aarch64__)
+  // The kernel reports what EL0 may execute (the ID registers themselves trap on older kernels).
   t.arch = Arch::aarch64;
-  t.add(F::neon);
+  const unsigned long hwcap = getauxval(AT_HWCAP), hwcap2 = getauxval(AT_HWCAP2);
+  const bool asimd = hwcap & HWCAP_ASIMD;
+  if (asimd) t.add(F::neon);
+  if (asimd && (hwcap & HWCAP_ASIMDDP)) t.add(F::dotprod);
+  if (asimd && (hwcap2 & HWCAP2_I8MM)) t.add(F::i8mm);
 #endif
   return t;
 }
@@ -123,6 +130,14 @@ std::string Target::missing(const Target& required) const {
     if ((required.features & (1u << i)) && !(features & (1u << i)))
       s += (s.empty() ? "" : ", ") + std::string(kFeatureNames[i]);
   if (required.arch != arch) s = (arch == Arch::x86_64 ? "aarch64 (host is x86-64)" : "x86-64 (host is aarch64)");
+  return s;
+}
+
+std::string Target::spec() const {
+  // The base names carry the fewest features of their arch; every feature is then listed.
+  std::string s = arch == Arch::x86_64 ? "x86-64" : "cortex-a72";
+  for (unsigned i = 0; i < static_cast<unsigned>(Feature::count_); ++i)
+    if (features & (1u << i)) s += "+" + std::string(kFeatureNames[i]);
   return s;
 }
 

@@ -35,6 +35,8 @@ struct Target {
   void add(Feature f) { features |= 1u << static_cast<unsigned>(f); }
   // "sse41 avx2 fma"
   std::string feature_string() const;
+  // A spec parse_target() turns back into this target: "x86-64+sse41+avx2+fma".
+  std::string spec() const;
   // Features `required` has that this target lacks, as text ("avx512vnni"); empty if none.
   std::string missing(const Target& required) const;
 };

@@ -3,6 +3,8 @@
 // values, so FMA throughput (2 per cycle) rather than loads bounds it.
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "lowbit/kernels/f32-gemm/f32_gemm.h"
 
 namespace lowbit {
@@ -131,14 +133,14 @@ LOWBIT_F32_GEMM(6, 8)
 
 namespace {
 
-// Copies len floats src[i * 2] -> dst[i]: two loads per 8 outputs, even lanes compacted.
+// dst[i] = src[i * 2] for i < len: two loads per 8 outputs, even lanes compacted.
 inline void copy_stride2(const float* src, float* dst, size_t len) {
   size_t i = 0;
-  const __m256i last_lane_off = lane_mask(7);
+  const __m256i first7 = lane_mask(7);
   for (; i + 8 <= len; i += 8) {
     const __m256 lo = _mm256_loadu_ps(src + 2 * i);
-    const __m256 hi = _mm256_maskload_ps(src + 2 * i + 8, last_lane_off);  // never reads past src[2*i+14]
-    const __m256 ev = _mm256_shuffle_ps(lo, hi, 0x88);                     // l0 l2 h0 h2 | l4 l6 h4 h6
+    const __m256 hi = _mm256_maskload_ps(src + 2 * i + 8, first7);  // never reads past src[2i + 14]
+    const __m256 ev = _mm256_shuffle_ps(lo, hi, 0x88);               // l0 l2 h0 h2 | l4 l6 h4 h6
     _mm256_storeu_ps(dst + i, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), 0xD8)));
   }
   for (; i < len; ++i) dst[i] = src[2 * i];
@@ -164,28 +166,22 @@ void f32_im2col_pack__avx2(size_t kc, const float* x, const int64_t* koff, const
     covered = static_cast<size_t>(run.dst) + len;
     float* dst = b + run.dst;
     const float* src = x + run.src;
-    if (stride == 1 && len == 16) {
+    if (stride == 1 && len == 16) {  // the common case: a whole panel from one input row
       for (size_t k = 0; k < kc; ++k) {
-        const float* s0 = src + koff[k];
-        _mm256_store_ps(dst + k * nr, _mm256_loadu_ps(s0));
-        _mm256_store_ps(dst + k * nr + 8, _mm256_loadu_ps(s0 + 8));
+        _mm256_store_ps(dst + k * nr, _mm256_loadu_ps(src + koff[k]));
+        _mm256_store_ps(dst + k * nr + 8, _mm256_loadu_ps(src + koff[k] + 8));
       }
     } else if (stride == 1) {
       for (size_t k = 0; k < kc; ++k) copy_stride1(src + koff[k], dst + k * nr, len);
     } else if (stride == 2) {
       for (size_t k = 0; k < kc; ++k) copy_stride2(src + koff[k], dst + k * nr, len);
     } else {
-      for (size_t k = 0; k < kc; ++k) {
-        const float* s0 = src + koff[k];
-        float* d0 = dst + k * nr;
-        for (size_t i = 0; i < len; ++i) d0[i] = s0[i * stride];
-      }
+      for (size_t k = 0; k < kc; ++k)
+        for (size_t i = 0; i < len; ++i) dst[k * nr + i] = src[koff[k] + static_cast<int64_t>(i * stride)];
     }
   }
-  if (covered < nr) {
-    for (size_t k = 0; k < kc; ++k)
-      for (size_t j = covered; j < nr; ++j) b[k * nr + j] = 0.0f;
-  }
+  if (covered < nr)
+    for (size_t k = 0; k < kc; ++k) std::fill(b + k * nr + covered, b + k * nr + nr, 0.0f);
 }
 
 }  // namespace lowbit

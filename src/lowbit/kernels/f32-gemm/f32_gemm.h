@@ -50,6 +50,18 @@ void f32_gemm_5x8__avx2(size_t nc, size_t kc, const float* a, const float* b, fl
 void f32_gemm_6x8__avx2(size_t nc, size_t kc, const float* a, const float* b, float* c, size_t ldc,
                         const F32GemmEpilogue& e);
 
+// AVX-512 (kernels/f32-gemm/avx512.cc): the same contract on zmm, MR x 32 and MR x 16 tiles for
+// MR = 1..14 (b any alignment; packed panels are 64-byte aligned). X(MR, NR) for each tile.
+#define LOWBIT_F32_GEMM_AVX512_TILES(X)                                                                       \
+  X(1, 32) X(2, 32) X(3, 32) X(4, 32) X(5, 32) X(6, 32) X(7, 32) X(8, 32) X(9, 32) X(10, 32) X(11, 32) X(12, 32) \
+  X(13, 32) X(14, 32) X(1, 16) X(2, 16) X(3, 16) X(4, 16) X(5, 16) X(6, 16) X(7, 16) X(8, 16) X(9, 16)          \
+  X(10, 16) X(11, 16) X(12, 16) X(13, 16) X(14, 16)
+#define LOWBIT_F32_GEMM_DECLARE_AVX512(MR, NR)                                                                     \
+  void f32_gemm_##MR##x##NR##__avx512(size_t nc, size_t kc, const float* a, const float* b, float* c, size_t ldc, \
+                                      const F32GemmEpilogue& e);
+LOWBIT_F32_GEMM_AVX512_TILES(LOWBIT_F32_GEMM_DECLARE_AVX512)
+#undef LOWBIT_F32_GEMM_DECLARE_AVX512
+
 // One run of a B panel's columns (output pixels) whose sources are evenly spaced in the input:
 // column dst + i of row k reads x[koff[k] + src + i * stride].
 struct F32Im2colRun {
@@ -59,9 +71,38 @@ struct F32Im2colRun {
 };
 
 // Packs kc rows of one B panel (kc x nr, row k at b + k*nr) from x through the per-row offsets
-// koff; columns not covered by any run (past the last pixel) are zeroed. No bounds checks: x is
-// already padded, so every addressed element exists.
+// koff; runs are in column order and cover columns [0, covered); columns past that are zeroed. No
+// bounds checks: x is already padded, so every addressed element exists; reads only those.
 void f32_im2col_pack__avx2(size_t kc, const float* x, const int64_t* koff, const F32Im2colRun* runs, size_t nruns,
+                           size_t stride, size_t nr, float* b);
+
+// 32-wide panels (stride 1 and 2 vectorised with masks: reads only addressed elements).
+void f32_im2col_pack__avx512(size_t kc, const float* x, const int64_t* koff, const F32Im2colRun* runs, size_t nruns,
+                             size_t stride, size_t nr, float* b);
+
+// The channels-on-lanes conv's write-back: y[m * ldy + q] = clamp(ct[q * ldc + m] (+ res[m * ldy + q]))
+// for q < np, m < nc (res optional): a pixels x channels tile to channel-major rows.
+void f32_transpose_store__avx512(size_t np, size_t nc, const float* ct, size_t ldc, const float* res, float* y,
+                                 size_t ldy, float min, float max);
+
+// AArch64 Advanced SIMD (kernels/f32-gemm/neon.cc): the same contracts, fmla on 4-lane vectors.
+#define LOWBIT_F32_GEMM_DECLARE(MR, NR)                                                                          \
+  void f32_gemm_##MR##x##NR##__neon(size_t nc, size_t kc, const float* a, const float* b, float* c, size_t ldc, \
+                                    const F32GemmEpilogue& e);
+LOWBIT_F32_GEMM_DECLARE(1, 16)
+LOWBIT_F32_GEMM_DECLARE(2, 16)
+LOWBIT_F32_GEMM_DECLARE(3, 16)
+LOWBIT_F32_GEMM_DECLARE(4, 16)
+LOWBIT_F32_GEMM_DECLARE(5, 16)
+LOWBIT_F32_GEMM_DECLARE(6, 16)
+LOWBIT_F32_GEMM_DECLARE(1, 8)
+LOWBIT_F32_GEMM_DECLARE(2, 8)
+LOWBIT_F32_GEMM_DECLARE(3, 8)
+LOWBIT_F32_GEMM_DECLARE(4, 8)
+LOWBIT_F32_GEMM_DECLARE(5, 8)
+LOWBIT_F32_GEMM_DECLARE(6, 8)
+#undef LOWBIT_F32_GEMM_DECLARE
+void f32_im2col_pack__neon(size_t kc, const float* x, const int64_t* koff, const F32Im2colRun* runs, size_t nruns,
                            size_t stride, size_t nr, float* b);
 
 }  // namespace lowbit

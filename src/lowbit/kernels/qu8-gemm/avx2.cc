@@ -65,28 +65,75 @@ void qu8_pack_i16__avx2(size_t kg, const uint8_t* x, size_t avail, const int64_t
                         size_t nruns, size_t stride, size_t nr, uint8_t zp_x, void* b_) {
   __m256i* b = static_cast<__m256i*>(b_);
   const __m256i zp = _mm256_set1_epi16(zp_x);
-  const bool direct = nruns == 1 && runs[0].len == NR && stride == 1;  // one contiguous run: load in place
-  alignas(16) uint8_t t0[NR + 32], t1[NR + 32];
+  const Qu8RowGather<NR> gather(runs, nruns, stride, zp_x);
   for (size_t g = 0; g < kg; ++g) {
-    __m128i r0, r1;
-    if (direct) {
-      const uint8_t* s0 = x + koff[2 * g] + runs[0].src;
-      const uint8_t* s1 = x + koff[2 * g + 1] + runs[0].src;
-      if constexpr (NR == 16) {
-        r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0));
-        r1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s1));
-      } else {
-        r0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(s0));
-        r1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(s1));
-      }
-    } else {
-      qu8_gather_row(x, avail, koff[2 * g], runs, nruns, stride, NR, zp_x, t0);
-      qu8_gather_row(x, avail, koff[2 * g + 1], runs, nruns, stride, NR, zp_x, t1);
-      r0 = _mm_load_si128(reinterpret_cast<const __m128i*>(t0));
-      r1 = _mm_load_si128(reinterpret_cast<const __m128i*>(t1));
-    }
+    const __m128i r0 = gather.row(x, avail, koff[2 * g]), r1 = gather.row(x, avail, koff[2 * g + 1]);
     _mm256_store_si256(b++, _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(r0, r1)), zp));
     if constexpr (NR == 16) _mm256_store_si256(b++, _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(r0, r1)), zp));
+  }
+}
+
+// Channels in lanes (Qu8GemmKernels::narrow) for a panel of NP <= 4 pixels packed 8 wide: acc[j]
+// holds pixel j of the MR rows in lanes 0..MR-1 (the masked load zeroes the rest); per k pair one
+// weight-vector load and, per pixel, one vpmaddwd with the pixel's two int16 activations broadcast.
+// U accumulators per pixel over alternate k pairs hide the latency. e.partial holds NP x 8 words.
+template <int MR, int NP>
+[[gnu::always_inline]] inline void narrow_body(size_t kg, const int32_t* a, const int32_t* b, uint8_t* c, size_t ldc,
+                                               const Qu8GemmEpilogue& e) {
+  const __m256i rows = _mm256_cmpgt_epi32(_mm256_set1_epi32(MR), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  constexpr int U = (4 + NP - 1) / NP;
+  __m256i acc[NP][U];
+  for (int j = 0; j < NP; ++j) {
+    acc[j][0] = e.first ? (e.row_init ? _mm256_maskload_epi32(e.row_init, rows) : _mm256_setzero_si256())
+                        : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e.partial + j * 8));
+    for (int u = 1; u < U; ++u) acc[j][u] = _mm256_setzero_si256();
+  }
+  size_t k = 0;
+  for (; k + U <= kg; k += U)
+    for (int u = 0; u < U; ++u) {
+      const __m256i av = _mm256_maskload_epi32(a + (k + u) * MR, rows);
+      for (int j = 0; j < NP; ++j)
+        acc[j][u] = _mm256_add_epi32(acc[j][u], _mm256_madd_epi16(av, _mm256_set1_epi32(b[(k + u) * 8 + j])));
+    }
+  for (; k < kg; ++k) {
+    const __m256i av = _mm256_maskload_epi32(a + k * MR, rows);
+    for (int j = 0; j < NP; ++j) acc[j][0] = _mm256_add_epi32(acc[j][0], _mm256_madd_epi16(av, _mm256_set1_epi32(b[k * 8 + j])));
+  }
+  for (int j = 0; j < NP; ++j) {
+    __m256i sum = acc[j][0];
+    for (int u = 1; u < U; ++u) sum = _mm256_add_epi32(sum, acc[j][u]);
+    if (!e.last) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(e.partial + j * 8), sum);
+      continue;
+    }
+    // The contract per row (requant_store_row), rows in lanes: scale and bias are vectors here.
+    __m256 t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_maskload_ps(e.scale, rows),
+                               _mm256_maskload_ps(e.bias, rows));
+    if (e.res) {
+      alignas(32) int32_t rv[8] = {};
+      for (int r = 0; r < MR; ++r) rv[r] = e.res[r * e.ld_res + j];
+      t = _mm256_fmadd_ps(
+          _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(rv)),
+                                              _mm256_set1_epi32(e.res_zp))),
+          _mm256_set1_ps(e.res_scale), t);
+    }
+    t = _mm256_min_ps(_mm256_max_ps(t, _mm256_set1_ps(e.qmin)), _mm256_set1_ps(e.qmax));
+    alignas(32) int32_t q[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(q), _mm256_add_epi32(_mm256_cvtps_epi32(t), _mm256_set1_epi32(e.zp_y)));
+    for (int r = 0; r < MR; ++r) c[r * ldc + j] = static_cast<uint8_t>(q[r]);
+  }
+}
+
+template <int MR>
+void qu8_gemm_narrow__avx2(size_t nc, size_t kg, const void* a_, const void* b_, uint8_t* c, size_t ldc,
+                           const Qu8GemmEpilogue& e) {
+  const int32_t* a = static_cast<const int32_t*>(a_);
+  const int32_t* b = static_cast<const int32_t*>(b_);
+  switch (nc) {
+    case 1: narrow_body<MR, 1>(kg, a, b, c, ldc, e); break;
+    case 2: narrow_body<MR, 2>(kg, a, b, c, ldc, e); break;
+    case 3: narrow_body<MR, 3>(kg, a, b, c, ldc, e); break;
+    default: narrow_body<MR, 4>(kg, a, b, c, ldc, e); break;
   }
 }
 
@@ -114,6 +161,13 @@ const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx2() {
     k.tail[4] = qu8_gemm_tile__avx2<4, 8>;
     k.tail[5] = qu8_gemm_tile__avx2<5, 8>;
     k.tail[6] = qu8_gemm_tile__avx2<6, 8>;
+    k.narrow_max = 4;
+    k.narrow[1] = qu8_gemm_narrow__avx2<1>;
+    k.narrow[2] = qu8_gemm_narrow__avx2<2>;
+    k.narrow[3] = qu8_gemm_narrow__avx2<3>;
+    k.narrow[4] = qu8_gemm_narrow__avx2<4>;
+    k.narrow[5] = qu8_gemm_narrow__avx2<5>;
+    k.narrow[6] = qu8_gemm_narrow__avx2<6>;
     k.pack = qu8_pack_i16__avx2<16>;
     k.pack_tail = qu8_pack_i16__avx2<8>;
     return k;

@@ -12,6 +12,7 @@
 // x86_simd.h first: the shared helpers use its intrinsics.
 #include "lowbit/kernels/qu8-gemm/qu8_ukernel_inl.h"
 
+#include <cstring>
 #include <utility>
 
 namespace LOWBIT_KERNEL_NS {
@@ -28,33 +29,109 @@ void qu8_pack_u8x4__avx512vnni(size_t kg, const uint8_t* x, size_t avail, const 
   pack_u8x4<NR>(kg, x, avail, koff, runs, nruns, stride, nr, zp_x, b);
 }
 
+// zmm conversions and fault-suppressing masked loads. SIMDe 0.7 (the tests/simde build) has none
+// of them: there each is composed through memory from ymm halves and scalar copies, the same
+// operation lane for lane, so that build still checks this file's arithmetic.
+#ifdef LOWBIT_USE_SIMDE
+inline __m512 zcvtepi32_ps(__m512i v) {
+  alignas(64) int32_t t[16];
+  alignas(64) float r[16];
+  _mm512_store_si512(t, v);
+  _mm256_store_ps(r, _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(t))));
+  _mm256_store_ps(r + 8, _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(t + 8))));
+  return _mm512_load_ps(r);
+}
+inline __m512i zcvtps_epi32(__m512 v) {
+  alignas(64) float t[16];
+  alignas(64) int32_t r[16];
+  _mm512_store_ps(t, v);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(r), _mm256_cvtps_epi32(_mm256_load_ps(t)));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(r + 8), _mm256_cvtps_epi32(_mm256_load_ps(t + 8)));
+  return _mm512_load_si512(r);
+}
+inline __m512i zcvtepu8_epi32(__m128i v) {
+  alignas(64) int32_t r[16];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(r), _mm256_cvtepu8_epi32(v));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(r + 8), _mm256_cvtepu8_epi32(_mm_unpackhi_epi64(v, v)));
+  return _mm512_load_si512(r);
+}
+inline __m128i zcvtepi32_epi8(__m512i v) {
+  alignas(64) int32_t t[16];
+  alignas(16) uint8_t r[16];
+  _mm512_store_si512(t, v);
+  for (int i = 0; i < 16; ++i) r[i] = static_cast<uint8_t>(t[i]);
+  return _mm_load_si128(reinterpret_cast<const __m128i*>(r));
+}
+inline __m512i zmaskz_loadu_epi32(__mmask16 m, const int32_t* p) {
+  alignas(64) int32_t r[16];
+  for (int i = 0; i < 16; ++i) r[i] = (m >> i) & 1 ? p[i] : 0;
+  return _mm512_load_si512(r);
+}
+inline __m512 zmaskz_loadu_ps(__mmask16 m, const float* p) {
+  alignas(64) float r[16];
+  for (int i = 0; i < 16; ++i) r[i] = (m >> i) & 1 ? p[i] : 0.0f;
+  return _mm512_load_ps(r);
+}
+#else
+inline __m512 zcvtepi32_ps(__m512i v) { return _mm512_cvtepi32_ps(v); }
+inline __m512i zcvtps_epi32(__m512 v) { return _mm512_cvtps_epi32(v); }
+inline __m512i zcvtepu8_epi32(__m128i v) { return _mm512_cvtepu8_epi32(v); }
+inline __m128i zcvtepi32_epi8(__m512i v) { return _mm512_cvtepi32_epi8(v); }
+inline __m512i zmaskz_loadu_epi32(__mmask16 m, const int32_t* p) { return _mm512_maskz_loadu_epi32(m, p); }
+inline __m512 zmaskz_loadu_ps(__mmask16 m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
+#endif
+
+// Requantizes one row of 16 accumulators and stores nc bytes: the contract's steps of
+// requant_store_row<16> (qu8_ukernel_inl.h), lane for lane, on one zmm instead of two ymm halves;
+// at K = 64 (ResNet's 1x1 expansions) the epilogue is as much work as the dot products.
+inline void requant_store_row_zmm(__m512i acc, size_t nc, int r, uint8_t* c, const Qu8GemmEpilogue& e) {
+  __m512 t = _mm512_fmadd_ps(zcvtepi32_ps(acc), _mm512_set1_ps(e.scale[r]), _mm512_set1_ps(e.bias[r]));
+  alignas(16) uint8_t tmp[16] = {};
+  if (e.res) {
+    const uint8_t* rp = e.res + r * e.ld_res;
+    if (nc < 16) {
+      std::memcpy(tmp, rp, nc);
+      rp = tmp;
+    }
+    const __m512i rv = zcvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rp)));
+    t = _mm512_fmadd_ps(zcvtepi32_ps(_mm512_sub_epi32(rv, _mm512_set1_epi32(e.res_zp))),
+                        _mm512_set1_ps(e.res_scale), t);
+  }
+  t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(e.qmin)), _mm512_set1_ps(e.qmax));
+  // In [0, 255] after adding zp_y, so vpmovdb's truncation to bytes is exact.
+  const __m128i bytes = zcvtepi32_epi8(_mm512_add_epi32(zcvtps_epi32(t), _mm512_set1_epi32(e.zp_y)));
+  if (nc == 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(c), bytes);
+  } else {
+    _mm_store_si128(reinterpret_cast<__m128i*>(tmp), bytes);
+    std::memcpy(c, tmp, nc);
+  }
+}
+
 template <int MR>
 void qu8_gemm_tile16__avx512vnni(size_t nc, size_t kg, const void* a_, const void* b_, uint8_t* c, size_t ldc,
                                  const Qu8GemmEpilogue& e) {
   const int32_t* __restrict a = static_cast<const int32_t*>(a_);
   const __m512i* __restrict b = static_cast<const __m512i*>(b_);
   __m512i acc[MR];
-  #pragma GCC unroll 12
+  #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
     acc[r] = e.first ? (e.row_init ? _mm512_set1_epi32(e.row_init[r]) : _mm512_setzero_si512())
                      : _mm512_loadu_si512(e.partial + r * 16);
   for (size_t k = 0; k < kg; ++k) {
     const __m512i bv = _mm512_load_si512(b);
-    #pragma GCC unroll 12
+    #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) acc[r] = _mm512_dpbusd_epi32(acc[r], bv, _mm512_set1_epi32(a[r]));
     a += MR;
     b += 1;
   }
   if (!e.last) {
-    #pragma GCC unroll 12
+    #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) _mm512_storeu_si512(e.partial + r * 16, acc[r]);
     return;
   }
-  #pragma GCC unroll 12
-  for (int r = 0; r < MR; ++r) {
-    const __m256i halves[2] = {_mm512_castsi512_si256(acc[r]), _mm512_extracti64x4_epi64(acc[r], 1)};
-    requant_store_row<16>(halves, nc, r, c + r * ldc, e);
-  }
+  #pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) requant_store_row_zmm(acc[r], nc, r, c + r * ldc, e);
 }
 
 template <int MR>
@@ -63,29 +140,93 @@ void qu8_gemm_tile8__avx512vnni(size_t nc, size_t kg, const void* a_, const void
   const int32_t* __restrict a = static_cast<const int32_t*>(a_);
   const __m256i* __restrict b = static_cast<const __m256i*>(b_);
   __m256i acc[MR][1];
-  #pragma GCC unroll 12
+  #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
     acc[r][0] = e.first ? (e.row_init ? _mm256_set1_epi32(e.row_init[r]) : _mm256_setzero_si256())
                         : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e.partial + r * 8));
   for (size_t k = 0; k < kg; ++k) {
     const __m256i bv = _mm256_load_si256(b);
-    #pragma GCC unroll 12
+    #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) acc[r][0] = _mm256_dpbusd_epi32(acc[r][0], bv, _mm256_set1_epi32(a[r]));
     a += MR;
     b += 1;
   }
   if (!e.last) {
-    #pragma GCC unroll 12
+    #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) _mm256_storeu_si256(reinterpret_cast<__m256i*>(e.partial + r * 8), acc[r][0]);
     return;
   }
-  #pragma GCC unroll 12
+  #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) requant_store_row<8>(acc[r], nc, r, c + r * ldc, e);
+}
+
+// Channels in lanes (Qu8GemmKernels::narrow) for a panel of NP <= 4 pixels packed 8 wide:
+// acc[j] holds pixel j of the MR rows in lanes 0..MR-1 (the masked weight load zeroes the rest),
+// each k group one weight-vector load and, per pixel, one vpdpbusd with the pixel's 4 activations
+// broadcast. U accumulators per pixel over alternate k groups hide the vpdpbusd latency; their
+// int32 sum wraps like one accumulator would. e.partial holds NP x 16 words.
+template <int MR, int NP>
+[[gnu::always_inline]] inline void narrow_body(size_t kg, const int32_t* a, const int32_t* b, uint8_t* c, size_t ldc,
+                                               const Qu8GemmEpilogue& e) {
+  constexpr __mmask16 rows = static_cast<__mmask16>((1u << MR) - 1);
+  constexpr int U = (4 + NP - 1) / NP;
+  __m512i acc[NP][U];
+  for (int j = 0; j < NP; ++j) {
+    acc[j][0] = e.first ? (e.row_init ? zmaskz_loadu_epi32(rows, e.row_init) : _mm512_setzero_si512())
+                        : _mm512_loadu_si512(e.partial + j * 16);
+    for (int u = 1; u < U; ++u) acc[j][u] = _mm512_setzero_si512();
+  }
+  size_t k = 0;
+  for (; k + U <= kg; k += U)
+    for (int u = 0; u < U; ++u) {
+      const __m512i av = zmaskz_loadu_epi32(rows, a + (k + u) * MR);
+      for (int j = 0; j < NP; ++j)
+        acc[j][u] = _mm512_dpbusd_epi32(acc[j][u], _mm512_set1_epi32(b[(k + u) * 8 + j]), av);
+    }
+  for (; k < kg; ++k) {
+    const __m512i av = zmaskz_loadu_epi32(rows, a + k * MR);
+    for (int j = 0; j < NP; ++j) acc[j][0] = _mm512_dpbusd_epi32(acc[j][0], _mm512_set1_epi32(b[k * 8 + j]), av);
+  }
+  for (int j = 0; j < NP; ++j) {
+    __m512i sum = acc[j][0];
+    for (int u = 1; u < U; ++u) sum = _mm512_add_epi32(sum, acc[j][u]);
+    if (!e.last) {
+      _mm512_storeu_si512(e.partial + j * 16, sum);
+      continue;
+    }
+    // The contract per row, rows in lanes: per-row scale and bias are vectors here.
+    __m512 t = _mm512_fmadd_ps(zcvtepi32_ps(sum), zmaskz_loadu_ps(rows, e.scale),
+                               zmaskz_loadu_ps(rows, e.bias));
+    if (e.res) {
+      alignas(64) int32_t rv[16] = {};
+      for (int r = 0; r < MR; ++r) rv[r] = e.res[r * e.ld_res + j];
+      t = _mm512_fmadd_ps(zcvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(rv), _mm512_set1_epi32(e.res_zp))),
+                          _mm512_set1_ps(e.res_scale), t);
+    }
+    t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(e.qmin)), _mm512_set1_ps(e.qmax));
+    alignas(64) int32_t q[16];
+    _mm512_store_si512(q, _mm512_add_epi32(zcvtps_epi32(t), _mm512_set1_epi32(e.zp_y)));
+    for (int r = 0; r < MR; ++r) c[r * ldc + j] = static_cast<uint8_t>(q[r]);
+  }
+}
+
+template <int MR>
+void qu8_gemm_narrow__avx512vnni(size_t nc, size_t kg, const void* a_, const void* b_, uint8_t* c, size_t ldc,
+                                 const Qu8GemmEpilogue& e) {
+  const int32_t* a = static_cast<const int32_t*>(a_);
+  const int32_t* b = static_cast<const int32_t*>(b_);
+  switch (nc) {
+    case 1: narrow_body<MR, 1>(kg, a, b, c, ldc, e); break;
+    case 2: narrow_body<MR, 2>(kg, a, b, c, ldc, e); break;
+    case 3: narrow_body<MR, 3>(kg, a, b, c, ldc, e); break;
+    default: narrow_body<MR, 4>(kg, a, b, c, ldc, e); break;
+  }
 }
 
 template <int... MRs>
 void fill(Qu8GemmKernels& k, std::integer_sequence<int, MRs...>) {
-  ((k.main[MRs + 1] = qu8_gemm_tile16__avx512vnni<MRs + 1>, k.tail[MRs + 1] = qu8_gemm_tile8__avx512vnni<MRs + 1>),
+  ((k.main[MRs + 1] = qu8_gemm_tile16__avx512vnni<MRs + 1>, k.tail[MRs + 1] = qu8_gemm_tile8__avx512vnni<MRs + 1>,
+    k.narrow[MRs + 1] = qu8_gemm_narrow__avx512vnni<MRs + 1>),
    ...);
 }
 
@@ -95,13 +236,14 @@ const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx512vnni() {
   static const Qu8GemmKernels ks = [] {
     Qu8GemmKernels k;
     k.isa = "avx512vnni";
-    k.mr = 12;
+    k.mr = 16;
     k.kg = 4;
     k.widened = false;
     k.nr = 16;
     k.nr_tail = 8;
     k.kc_max = 1024;
-    fill(k, std::make_integer_sequence<int, 12>{});
+    k.narrow_max = 4;
+    fill(k, std::make_integer_sequence<int, 16>{});
     k.pack = qu8_pack_u8x4__avx512vnni<16>;
     k.pack_tail = qu8_pack_u8x4__avx512vnni<8>;
     return k;

@@ -59,15 +59,24 @@ using Qu8Im2colPack = void (*)(size_t kg, const uint8_t* x, size_t avail, const 
 
 // What a conv / fc driver needs from one ISA.
 struct Qu8GemmKernels {
-  static constexpr int kMaxMR = 12;
+  static constexpr int kMaxMR = 16;
   const char* isa = "";
   int mr = 6;                  // rows of the main tile; main[1..mr] / tail[1..mr] are all set
   int kg = 2;                  // K values per group
   bool widened = true;         // a/b are int16 with zp_x subtracted from b (AVX2); else u8/i8 (VNNI)
+  // Not widened: the packer stores x - x_shift (0 for vpdpbusd's u8; 128 for sdot, whose operands
+  // are both s8: x ^ 0x80), and row_init = (x_shift - zp_x) * sum_k w[m][k] restores sum (x - zp_x) w.
+  int32_t x_shift = 0;
   int nr = 16, nr_tail = 8;    // panel widths
   int kc_max = 512;            // K values per block: one kc x nr B panel stays in L1
   Qu8GemmUkernel main[kMaxMR + 1] = {};  // MR x nr, indexed by MR
   Qu8GemmUkernel tail[kMaxMR + 1] = {};  // MR x nr_tail
+  // Optional, for nr_tail panels of nc <= narrow_max pixels: channels in lanes (a row panel's
+  // weight words are the vector, each pixel's activation word the broadcast), so a panel of 1 pixel
+  // (ResNet's 7 x 7 = 3 x 16 + 1) costs one instruction per k group instead of MR. Same a / b /
+  // epilogue contract as tail[], but its own layout of e.partial (at most MR x nr_tail words).
+  int narrow_max = 0;
+  Qu8GemmUkernel narrow[kMaxMR + 1] = {};
   Qu8Im2colPack pack = nullptr;
   Qu8Im2colPack pack_tail = nullptr;     // nr_tail panels
 };
@@ -81,4 +90,8 @@ const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx2();
 const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx512vnni();
 // VEX vpdpbusd on ymm (Alder Lake+, Zen 5).
 const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avxvnni();
+// AArch64 Advanced SIMD: int16 widening + smlal (u8 - zp_x and i8 both fit int16, exact).
+const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_neon();
+// ARMv8.2 dot product: sdot on s8 x s8 (activations shifted by -128 while packing), exact.
+const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_neondot();
 }  // namespace LOWBIT_KERNEL_NS

@@ -2,6 +2,8 @@
 // Shared by the qu8 ISA sources (each includes it after x86_simd.h and compiles its own copy with
 // its own flags; all of them have AVX2 + FMA): im2col row gathering, the u8 x 4 VNNI packer and
 // the exact requantization epilogue on ymm vectors.
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "lowbit/kernels/qu8-gemm/qu8_gemm.h"
@@ -35,6 +37,75 @@ inline void qu8_gather_row(const uint8_t* x, size_t avail, int64_t koff, const :
   if (covered < nr) std::memset(t + covered, zp, nr - covered);
 }
 
+// Loads the NR pixels of one im2col row (x + koff[k]) of a panel into the low NR bytes of a vector;
+// pixels no run covers read zp. Built once per pack call from the panel's runs.
+//
+// Stride 1 and 2 (every conv of a CNN body) take no detour through memory: run s's pixels
+// dst..dst+len-1 sit at bytes dst..dst+len-1 of one 16-byte load from koff + src - dst * stride
+// (de-interleaved for stride 2), so each run is a load and a byte blend under a mask made here.
+// The bytes the blends drop may lie outside the run, never outside [0, avail): rows whose loads
+// would leave the buffer (a few at its very ends) and other strides fall back to qu8_gather_row.
+template <int NR>
+class Qu8RowGather {
+ public:
+  Qu8RowGather(const ::lowbit::Qu8Im2colRun* runs, size_t nruns, size_t stride, uint8_t zp)
+      : runs_(runs), nruns_(nruns), stride_(stride), zp_(zp) {
+    direct_ = nruns == 1 && runs[0].len == NR && stride == 1;
+    blend_ = (stride == 1 || stride == 2) && nruns <= static_cast<size_t>(NR);
+    if (!blend_) return;
+    const __m128i iota = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    lo_ = INT64_MAX;
+    hi_ = INT64_MIN;
+    for (size_t s = 0; s < nruns; ++s) {
+      const int32_t dst = runs[s].dst, end = runs[s].dst + runs[s].len;  // <= NR <= 16
+      base_[s] = runs[s].src - static_cast<int64_t>(dst) * static_cast<int64_t>(stride);
+      lo_ = std::min(lo_, base_[s]);
+      hi_ = std::max(hi_, base_[s]);
+      mask_[s] = _mm_and_si128(_mm_cmpgt_epi8(iota, _mm_set1_epi8(static_cast<char>(dst - 1))),
+                               _mm_cmplt_epi8(iota, _mm_set1_epi8(static_cast<char>(end))));
+    }
+    hi_ += static_cast<int64_t>(16 * stride);  // one past the last byte a load reads
+  }
+
+  __m128i row(const uint8_t* x, size_t avail, int64_t koff) const {
+    if (direct_) {
+      const uint8_t* s = x + koff + runs_[0].src;
+      return NR == 16 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(s))
+                      : _mm_loadl_epi64(reinterpret_cast<const __m128i*>(s));
+    }
+    if (blend_ && koff + lo_ >= 0 && koff + hi_ <= static_cast<int64_t>(avail)) {
+      __m128i v = _mm_set1_epi8(static_cast<char>(zp_));
+      const uint8_t* xk = x + koff;
+      if (stride_ == 1) {
+        for (size_t s = 0; s < nruns_; ++s)
+          v = _mm_blendv_epi8(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(xk + base_[s])), mask_[s]);
+      } else {
+        const __m128i even = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1);
+        for (size_t s = 0; s < nruns_; ++s) {
+          const __m128i* p = reinterpret_cast<const __m128i*>(xk + base_[s]);
+          const __m128i lo = _mm_shuffle_epi8(_mm_loadu_si128(p), even);
+          const __m128i hi = _mm_shuffle_epi8(_mm_loadu_si128(p + 1), even);
+          v = _mm_blendv_epi8(v, _mm_unpacklo_epi64(lo, hi), mask_[s]);
+        }
+      }
+      return v;
+    }
+    alignas(16) uint8_t t[NR + 32];
+    qu8_gather_row(x, avail, koff, runs_, nruns_, stride_, NR, zp_, t);
+    return NR == 16 ? _mm_load_si128(reinterpret_cast<const __m128i*>(t))
+                    : _mm_loadl_epi64(reinterpret_cast<const __m128i*>(t));
+  }
+
+ private:
+  const ::lowbit::Qu8Im2colRun* runs_;
+  size_t nruns_, stride_;
+  uint8_t zp_;
+  bool direct_ = false, blend_ = false;
+  int64_t lo_ = 0, hi_ = 0;
+  int64_t base_[NR];
+  __m128i mask_[NR];
+};
+
 // Packs kg groups of 4 k values of an NR-pixel panel as raw u8, pixel-major within a group:
 // b[(g * NR + j) * 4 + i] = x[koff[4g + i] + pixel j] (the VNNI operand layout). Always inlined
 // into each ISA's own packer (qu8_pack_u8x4__<isa>), so every copy carries its ISA in its name.
@@ -43,20 +114,10 @@ template <int NR>
                                              const ::lowbit::Qu8Im2colRun* runs, size_t nruns, size_t stride, size_t nr,
                                              uint8_t zp_x, void* b_) {
   __m128i* b = static_cast<__m128i*>(b_);
-  const bool direct = nruns == 1 && runs[0].len == NR && stride == 1;
-  alignas(16) uint8_t t[4][48];  // rows 16-byte aligned: NR + 32 rounded up
+  const Qu8RowGather<NR> gather(runs, nruns, stride, zp_x);
   for (size_t g = 0; g < kg; ++g) {
     __m128i r[4];
-    for (int i = 0; i < 4; ++i) {
-      if (direct) {
-        const uint8_t* s = x + koff[4 * g + i] + runs[0].src;
-        r[i] = NR == 16 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(s))
-                        : _mm_loadl_epi64(reinterpret_cast<const __m128i*>(s));
-      } else {
-        qu8_gather_row(x, avail, koff[4 * g + i], runs, nruns, stride, NR, zp_x, t[i]);
-        r[i] = _mm_load_si128(reinterpret_cast<const __m128i*>(t[i]));
-      }
-    }
+    for (int i = 0; i < 4; ++i) r[i] = gather.row(x, avail, koff[4 * g + i]);
     const __m128i lo01 = _mm_unpacklo_epi8(r[0], r[1]), lo23 = _mm_unpacklo_epi8(r[2], r[3]);
     _mm_store_si128(b++, _mm_unpacklo_epi16(lo01, lo23));  // pixels 0-3
     _mm_store_si128(b++, _mm_unpackhi_epi16(lo01, lo23));  // pixels 4-7

@@ -33,10 +33,20 @@ void qu8_pool_phase_row__avx2(const uint8_t* src, size_t W, size_t pad_left, siz
       _mm_storeu_si128(reinterpret_cast<__m128i*>(even + i / 2), _mm256_castsi256_si128(v));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(odd + i / 2), _mm256_extracti128_si256(v, 1));
     }
+    // 16 more (ResNet's 112-wide rows end here), 8 + 8 bytes.
+    if (i + 16 <= W) {
+      const __m128i v = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)),
+                                         _mm256_castsi256_si128(split));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(even + i / 2), v);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(odd + i / 2), _mm_unpackhi_epi64(v, v));
+      i += 16;
+    }
   }
+  // The rest one byte at a time, phase and position stepped rather than divided out per byte.
+  size_t phase = (pad_left + i) % SW, pos = (pad_left + i) / SW;
   for (; i < W; ++i) {
-    const size_t c = pad_left + i;
-    dst[(c % SW) * ld_phase + c / SW] = src[i];
+    dst[phase * ld_phase + pos] = src[i];
+    if (++phase == SW) phase = 0, ++pos;
   }
 }
 

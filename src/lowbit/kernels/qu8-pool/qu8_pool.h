@@ -28,4 +28,17 @@ void qu8_maxpool2d_chw__avx2(const uint8_t* x, const Qu8PoolGeometry& g, uint8_t
 // y[c] = int(nearbyintf(float(sum of x[c * n .. c * n + n)) / float(n))) for c < channels.
 void qu8_global_avgpool__avx2(const uint8_t* x, size_t n, size_t channels, uint8_t* y);
 
+// The same three on AArch64 Advanced SIMD (kernels/qu8-pool/neon.cc).
+void qu8_pool_phase_row__neon(const uint8_t* src, size_t W, size_t pad_left, size_t SW, size_t ld_phase,
+                              uint8_t* dst);
+void qu8_maxpool2d_chw__neon(const uint8_t* x, const Qu8PoolGeometry& g, uint8_t* y);
+void qu8_global_avgpool__neon(const uint8_t* x, size_t n, size_t channels, uint8_t* y);
+
+// One ISA's pooling functions, for the drivers (operators/pool2d_u8.cc).
+struct Qu8PoolKernels {
+  void (*phase_row)(const uint8_t* src, size_t W, size_t pad_left, size_t SW, size_t ld_phase, uint8_t* dst);
+  void (*maxpool)(const uint8_t* x, const Qu8PoolGeometry& g, uint8_t* y);
+  void (*global_avgpool)(const uint8_t* x, size_t n, size_t channels, uint8_t* y);
+};
+
 }  // namespace lowbit

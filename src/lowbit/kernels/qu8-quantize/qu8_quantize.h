@@ -1,0 +1,14 @@
+#pragma once
+// ONNX QuantizeLinear (f32 -> u8) and DequantizeLinear (u8 -> f32) with one scale and zero point,
+// byte-exact against the reference kernels (kernels/reference/quant.cc).
+#include <cstddef>
+#include <cstdint>
+
+namespace lowbit {
+
+// y[i] = clamp(nearbyintf(x[i] / scale) + zp, 0, 255); NaN gives 0, +-inf saturate (as the reference).
+void qu8_quantize__avx2(size_t n, const float* x, float scale, int32_t zp, uint8_t* y);
+// y[i] = float(x[i] - zp) * scale
+void qu8_dequantize__avx2(size_t n, const uint8_t* x, float scale, int32_t zp, float* y);
+
+}  // namespace lowbit

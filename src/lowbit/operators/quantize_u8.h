@@ -1,0 +1,16 @@
+#pragma once
+// QuantizeLinear (f32 -> u8) and DequantizeLinear (u8 -> f32) with one scale / zero point: the
+// network's input and output conversions of an int8 model.
+#include <memory>
+#include <string>
+
+#include "lowbit/dispatch/registry.h"
+
+namespace lowbit {
+
+std::string check_quantize_u8(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_quantize_u8_avx2(const NodeContext& ctx);
+std::string check_dequantize_u8(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_dequantize_u8_avx2(const NodeContext& ctx);
+
+}  // namespace lowbit
