@@ -17,3 +17,12 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# ONNX Runtime (npm; its CPU library ships inside the package) for the QDQ interop test and the
+# benchmarks. ONNXRUNTIME_NODE_INSTALL=skip stops its install script from fetching GPU files.
+cd "$(dirname "$0")/../bench"
+if [[ ! -d node_modules/onnxruntime-node ]]; then
+  echo "installing onnxruntime-node into bench/node_modules"
+  ONNXRUNTIME_NODE_INSTALL=skip npm install --no-save --no-package-lock --no-audit --no-fund \
+    "onnxruntime-node@${ORT_VERSION:-1.30.0}"
+fi

@@ -292,8 +292,7 @@ class Conv2dIgemmChannelsF32 final : public Kernel {
         for (int64_t kw = 0; kw < p.KW; ++kw)
           koff_[static_cast<size_t>(k++)] = c * PH_ * PW_ + kh * p.DH * PW_ + kw * p.DW;
 
-    static const int h12 = std::getenv("H12_KC") ? std::atoi(std::getenv("H12_KC")) : ks.kc_max;  // TUNING-H12
-    nkb_ = ceil_div(K_, h12);
+    nkb_ = ceil_div(K_, ks.kc_max);
     kc_ = ceil_div(K_, nkb_);
     const int64_t nrows = ceil_div(OHW_, ks.mr);
     for (int64_t i = 0; i <= nrows; ++i) row0_.push_back(OHW_ * i / nrows);
