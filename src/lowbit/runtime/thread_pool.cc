@@ -17,13 +17,19 @@ inline void cpu_relax() {
 #endif
 }
 
+// Spins with `pause` for a few microseconds, then yields the core between checks: when another
+// process holds the second core, the thread we wait for may share ours and must get to run.
 template <class Pred>
 bool spin_until(Pred done) {
   auto until = std::chrono::steady_clock::now() + kSpin;
   for (int i = 0;; ++i) {
     if (done()) return true;
-    cpu_relax();
-    if ((i & 255) == 255 && std::chrono::steady_clock::now() > until) return false;
+    if (i < 1024) {
+      cpu_relax();
+      continue;
+    }
+    std::this_thread::yield();
+    if ((i & 63) == 0 && std::chrono::steady_clock::now() > until) return false;
   }
 }
 
