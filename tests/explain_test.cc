@@ -1,0 +1,48 @@
+// `explain` on every named target: every rejected candidate of every node has a specific reason.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "lowbit/frontend/zoo/zoo.h"
+#include "lowbit/quant/guard.h"
+
+using namespace lowbit;
+
+namespace {
+
+// A reason must say what is missing or what does not fit, not merely that something failed.
+void expect_specific(const std::string& target, const std::string& node, const Rejection& r) {
+  SCOPED_TRACE(target + " / " + node + " / " + r.candidate->name);
+  EXPECT_GE(r.reason.size(), 12u) << r.reason;
+  static const std::regex generic("^(unsupported|not supported|not applicable|n/a|rejected|error|failed)\\.?$",
+                                  std::regex::icase);
+  EXPECT_FALSE(std::regex_match(r.reason, generic)) << r.reason;
+}
+
+}  // namespace
+
+TEST(Explain, EveryRejectionOnEveryNamedTargetHasASpecificReason) {
+  CompileOptions host;
+  host.threads = 1;
+  auto fp32 = CompiledModel::compile(build_zoo_model("resnet50"), host);
+  QuantizeOptions q;
+  q.synthetic_samples = 1;
+  for (const std::string& name : named_targets()) {
+    CompileOptions o;
+    o.threads = 1;
+    o.target = parse_target(name);
+    o.allow_foreign_target = true;
+    auto f = CompiledModel::compile(build_zoo_model("resnet50"), o);
+    QuantizedBuild b = build_quantized(*fp32, o, q, SlowPolicy::allow);
+    int rejections = 0;
+    for (const CompiledModel* m : {f.get(), b.model.get()})
+      for (const Step& s : m->steps()) {
+        ASSERT_NE(s.choice.chosen, nullptr);
+        for (const Rejection& r : s.choice.rejected) {
+          expect_specific(name, m->graph().nodes[size_t(s.node)].name, r);
+          ++rejections;
+        }
+      }
+    EXPECT_GT(rejections, 100) << name;  // every conv has several candidates on every target
+  }
+}
