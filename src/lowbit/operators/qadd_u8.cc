@@ -5,6 +5,7 @@
 
 #include "lowbit/kernels/qu8-vadd/qu8_vadd.h"
 #include "lowbit/operators/operator_util.h"
+#include "lowbit/operators/requant.h"
 #include "lowbit/operators/qconv2d_u8.h"
 
 namespace lowbit {
@@ -12,12 +13,7 @@ namespace {
 
 // The kernels call x86 micro-kernels directly; on other architectures these ops run the reference.
 #if defined(__x86_64__)
-int32_t clamp_bound(float act, float s_y, int32_t zp_y, int32_t absent) {
-  if (!std::isfinite(act)) return absent;
-  float r = std::nearbyintf(act / s_y);
-  r = std::min(std::max(r, -1e6f), 1e6f);
-  return std::clamp(static_cast<int32_t>(r) + zp_y, 0, 255);
-}
+using ops::clamp_bound;
 
 class QAddU8 final : public Kernel {
  public:

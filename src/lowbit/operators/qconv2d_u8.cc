@@ -22,35 +22,23 @@
 #include "lowbit/ir/op_params.h"
 #include "lowbit/kernels/qu8-dwconv/qu8_dwconv.h"
 #include "lowbit/operators/operator_util.h"
+#include "lowbit/operators/requant.h"
 
 namespace lowbit {
 namespace {
 
 using ops::ceil_div;
 
-// Requantization constants of the contract (notes in kernels/qu8-gemm/README.md).
-int32_t clamp_bound(float act, float s_y, int32_t zp_y, int32_t absent) {
-  if (!std::isfinite(act)) return absent;
-  float r = std::nearbyintf(act / s_y);
-  r = std::min(std::max(r, -1e6f), 1e6f);
-  return std::clamp(static_cast<int32_t>(r) + zp_y, 0, 255);
-}
-
 // Bytes of per-thread scratch: a float ThreadScratch sized in floats.
 int64_t floats_for(int64_t bytes) { return ceil_div(bytes, 4) + 16; }
 
 class QConv2dIgemm final : public Kernel {
  public:
-  QConv2dIgemm(const NodeContext& ctx, const Conv2dParams& p, const Qu8GemmKernels& ks) : p_(p), ks_(ks) {
-    const Graph& g = ctx.graph;
+  QConv2dIgemm(const NodeContext& ctx, const Conv2dParams& p, const Qu8GemmKernels& ks)
+      : p_(p), ks_(ks), rq_(ctx, p.M, 3) {
     const QuantParams& qx = *ctx.in(0).quant;
-    const QuantParams& qw = *ctx.in(1).quant;
-    const QuantParams& qy = *ctx.out(0).quant;
     const int8_t* w = ctx.constant(1)->data<int8_t>();
-    const Tensor* bias = ctx.constant(2);
     zp_x_ = static_cast<uint8_t>(qx.zero_point[0]);
-    const float s_y = qy.scale[0];
-    zp_y_ = qy.zero_point[0];
 
     Cg_ = p.C_per_group();
     Mg_ = p.M_per_group();
@@ -113,21 +101,6 @@ class QConv2dIgemm final : public Kernel {
       }
     }
 
-    scale_.resize(static_cast<size_t>(p.M));
-    bias_.assign(static_cast<size_t>(p.M), 0.0f);
-    for (int64_t m = 0; m < p.M; ++m) {
-      const float s_w = qw.scale.size() == 1 ? qw.scale[0] : qw.scale[static_cast<size_t>(m)];
-      scale_[static_cast<size_t>(m)] = static_cast<float>(double(qx.scale[0]) * s_w / s_y);
-      if (bias) bias_[static_cast<size_t>(m)] = static_cast<float>(double(bias->data<float>()[m]) / s_y);
-    }
-    if (p.has_residual) {
-      const QuantParams& qr = *g.value(ctx.node.inputs[3]).quant;
-      res_scale_ = static_cast<float>(double(qr.scale[0]) / s_y);
-      res_zp_ = qr.zero_point[0];
-    }
-    const int32_t lo = clamp_bound(p.act_min, s_y, zp_y_, 0), hi = clamp_bound(p.act_max, s_y, zp_y_, 255);
-    qmin_ = static_cast<float>(lo - zp_y_);
-    qmax_ = static_cast<float>(std::max(lo, hi) - zp_y_);
 
     // Pixel panels and their im2col runs (consecutive pixels whose sources are SW apart).
     for (int64_t p0 = 0; p0 < OHW_; p0 += ks.nr) {
@@ -159,7 +132,7 @@ class QConv2dIgemm final : public Kernel {
   }
 
   int64_t packed_weight_bytes() const override {
-    return packed_.nbytes() + static_cast<int64_t>((scale_.size() + bias_.size()) * 4 + row_init_.size() * 4);
+    return packed_.nbytes() + static_cast<int64_t>((rq_.scale.size() + rq_.bias.size()) * 4 + row_init_.size() * 4);
   }
 
   void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
@@ -230,18 +203,18 @@ class QConv2dIgemm final : public Kernel {
       Qu8GemmEpilogue e;
       e.first = kb == 0;
       e.last = kb == nkb_ - 1;
-      e.qmin = qmin_;
-      e.qmax = qmax_;
-      e.zp_y = zp_y_;
-      e.res_scale = res_scale_;
-      e.res_zp = res_zp_;
+      e.qmin = rq_.qmin;
+      e.qmax = rq_.qmax;
+      e.zp_y = rq_.zp_y;
+      e.res_scale = rq_.res_scale;
+      e.res_zp = rq_.res_zp;
       e.ld_res = static_cast<size_t>(OHW_);
       for (int64_t mp = mp0; mp < mp1; ++mp) {
         const int64_t m = g * Mg_ + mp * mr_max, mr = std::min(mr_max, Mg_ - mp * mr_max);
         e.row_init = row_init_.empty() ? nullptr : row_init_.data() + m;
         e.partial = partial + (mp - mp0) * mr_max * nr;
-        e.scale = scale_.data() + m;
-        e.bias = bias_.data() + m;
+        e.scale = rq_.scale.data() + m;
+        e.bias = rq_.bias.data() + m;
         e.res = res ? res + m * OHW_ + pan.p0 : nullptr;
         table[mr](static_cast<size_t>(pan.nvalid), static_cast<size_t>(nkg), packed + a_offset(g, mp, kb), bbuf,
                   y + m * OHW_ + pan.p0, static_cast<size_t>(OHW_), e);
@@ -251,9 +224,8 @@ class QConv2dIgemm final : public Kernel {
 
   Conv2dParams p_;
   Qu8GemmKernels ks_;
+  ops::Requant rq_;
   uint8_t zp_x_ = 0;
-  int32_t zp_y_ = 0, res_zp_ = 0;
-  float res_scale_ = 0.0f, qmin_ = 0.0f, qmax_ = 255.0f;
   int64_t Cg_ = 0, Mg_ = 0, K_ = 0, Kp_ = 0, OHW_ = 0, PH_ = 0, PW_ = 0;
   bool pad_ = false;
   std::vector<int64_t> koff_;
@@ -262,7 +234,6 @@ class QConv2dIgemm final : public Kernel {
   int64_t nkb_ = 0, kgb_ = 0, mpanels_ = 0, bbytes_ = 0, scratch_floats_ = 0;
   Tensor packed_, padded_;
   std::vector<int32_t> row_init_;
-  std::vector<float> scale_, bias_;
   ops::ThreadScratch scratch_;
 };
 
@@ -270,40 +241,9 @@ class QConv2dIgemm final : public Kernel {
 
 #if defined(__x86_64__)  // calls the AVX2 depthwise micro-kernels directly
 
-// Requantization constants shared by the conv drivers.
-struct QConvRequant {
-  std::vector<float> scale, bias;
-  float res_scale = 0.0f, qmin = 0.0f, qmax = 255.0f;
-  int32_t res_zp = 0, zp_y = 0;
-
-  QConvRequant(const NodeContext& ctx, const Conv2dParams& p) {
-    const QuantParams& qx = *ctx.in(0).quant;
-    const QuantParams& qw = *ctx.in(1).quant;
-    const QuantParams& qy = *ctx.out(0).quant;
-    const Tensor* b = ctx.constant(2);
-    const float s_y = qy.scale[0];
-    zp_y = qy.zero_point[0];
-    scale.resize(static_cast<size_t>(p.M));
-    bias.assign(static_cast<size_t>(p.M), 0.0f);
-    for (int64_t m = 0; m < p.M; ++m) {
-      const float s_w = qw.scale.size() == 1 ? qw.scale[0] : qw.scale[static_cast<size_t>(m)];
-      scale[static_cast<size_t>(m)] = static_cast<float>(double(qx.scale[0]) * s_w / s_y);
-      if (b) bias[static_cast<size_t>(m)] = static_cast<float>(double(b->data<float>()[m]) / s_y);
-    }
-    if (p.has_residual) {
-      const QuantParams& qr = *ctx.in(3).quant;
-      res_scale = static_cast<float>(double(qr.scale[0]) / s_y);
-      res_zp = qr.zero_point[0];
-    }
-    const int32_t lo = clamp_bound(p.act_min, s_y, zp_y, 0), hi = clamp_bound(p.act_max, s_y, zp_y, 255);
-    qmin = static_cast<float>(lo - zp_y);
-    qmax = static_cast<float>(std::max(lo, hi) - zp_y);
-  }
-};
-
 class QDwConv2d final : public Kernel {
  public:
-  QDwConv2d(const NodeContext& ctx, const Conv2dParams& p) : p_(p), rq_(ctx, p) {
+  QDwConv2d(const NodeContext& ctx, const Conv2dParams& p) : p_(p), rq_(ctx, p.M, 3) {
     const int8_t* w = ctx.constant(1)->data<int8_t>();
     zp_x_ = static_cast<uint8_t>(ctx.in(0).quant->zero_point[0]);
     const int64_t taps = p.KH * p.KW;
@@ -357,7 +297,7 @@ class QDwConv2d final : public Kernel {
 
  private:
   Conv2dParams p_;
-  QConvRequant rq_;
+  ops::Requant rq_;
   uint8_t zp_x_ = 0;
   int64_t npairs_ = 0, PH_ = 0, plane_floats_ = 0;
   std::vector<int32_t> wpairs_;

@@ -9,6 +9,7 @@
 
 #include "lowbit/kernels/qu8-gemv/qu8_gemv.h"
 #include "lowbit/operators/operator_util.h"
+#include "lowbit/operators/requant.h"
 #include "lowbit/operators/qconv2d_u8.h"
 
 namespace lowbit {
@@ -16,18 +17,10 @@ namespace {
 
 using ops::ceil_div;
 
-int32_t clamp_bound(float act, float s_y, int32_t zp_y, int32_t absent) {
-  if (!std::isfinite(act)) return absent;
-  float r = std::nearbyintf(act / s_y);
-  r = std::min(std::max(r, -1e6f), 1e6f);
-  return std::clamp(static_cast<int32_t>(r) + zp_y, 0, 255);
-}
-
 class QGemmGemv final : public Kernel {
  public:
-  QGemmGemv(const NodeContext& ctx, Qu8GemvAcc gemv) : gemv_(gemv) {
+  QGemmGemv(const NodeContext& ctx, Qu8GemvAcc gemv) : gemv_(gemv), rq_(ctx, ctx.in(1).shape[0], -1) {
     const QuantParams& qx = *ctx.in(0).quant;
-    const QuantParams& qw = *ctx.in(1).quant;
     K_ = ctx.in(0).shape[1];
     N_ = ctx.in(1).shape[0];
     Kp_ = ceil_div(K_, 16) * 16;
@@ -36,25 +29,10 @@ class QGemmGemv final : public Kernel {
     const int8_t* w = ctx.constant(1)->data<int8_t>();
     for (int64_t n = 0; n < N_; ++n)
       std::memcpy(weights_.data<int8_t>() + n * Kp_, w + n * K_, static_cast<size_t>(K_));
-    f32_out_ = ctx.out(0).dtype == DType::f32;
     act_min_ = ctx.node.attrs.get_float("act_min", -INFINITY);
     act_max_ = ctx.node.attrs.get_float("act_max", INFINITY);
-    float s_y = 1.0f;
-    if (!f32_out_) {
-      s_y = ctx.out(0).quant->scale[0];
-      zp_y_ = ctx.out(0).quant->zero_point[0];
-      lo_ = clamp_bound(act_min_, s_y, zp_y_, 0);
-      hi_ = std::max(lo_, clamp_bound(act_max_, s_y, zp_y_, 255));
-    }
-    const Tensor* bias = ctx.constant(2);
-    scale_.resize(static_cast<size_t>(N_));
-    bias_.assign(static_cast<size_t>(N_), 0.0f);
-    for (int64_t n = 0; n < N_; ++n) {
-      const double s = double(qx.scale[0]) * (qw.scale.size() == 1 ? qw.scale[0] : qw.scale[static_cast<size_t>(n)]);
-      const double b = bias ? double(bias->data<float>()[n]) : 0.0;
-      scale_[static_cast<size_t>(n)] = static_cast<float>(f32_out_ ? s : s / s_y);
-      bias_[static_cast<size_t>(n)] = static_cast<float>(f32_out_ ? b : b / s_y);
-    }
+    lo_ = static_cast<int32_t>(rq_.qmin) + rq_.zp_y;
+    hi_ = static_cast<int32_t>(rq_.qmax) + rq_.zp_y;
   }
 
   int64_t packed_weight_bytes() const override { return weights_.nbytes() + 8 * N_; }
@@ -75,13 +53,13 @@ class QGemmGemv final : public Kernel {
             static_cast<size_t>(nn), acc);
       for (int64_t j = 0; j < nn; ++j) {
         const size_t n = static_cast<size_t>(n0 + j);
-        const float v = std::fmaf(static_cast<float>(acc[j]), scale_[n], bias_[n]);
-        if (f32_out_) {
+        const float v = std::fmaf(static_cast<float>(acc[j]), rq_.scale[n], rq_.bias[n]);
+        if (rq_.f32_out) {
           out[0].as<float>()[m * N_ + n0 + j] = std::min(std::max(v, act_min_), act_max_);
         } else {
           float r = std::min(std::max(std::nearbyintf(v), -1e6f), 1e6f);
           out[0].as<uint8_t>()[m * N_ + n0 + j] =
-              static_cast<uint8_t>(std::clamp(static_cast<int32_t>(r) + zp_y_, lo_, hi_));
+              static_cast<uint8_t>(std::clamp(static_cast<int32_t>(r) + rq_.zp_y, lo_, hi_));
         }
       }
     });
@@ -89,12 +67,11 @@ class QGemmGemv final : public Kernel {
 
  private:
   Qu8GemvAcc gemv_;
+  ops::Requant rq_;
   int64_t K_ = 0, N_ = 0, Kp_ = 0;
-  int32_t zp_x_ = 0, zp_y_ = 0, lo_ = 0, hi_ = 255;
-  bool f32_out_ = false;
-  float act_min_ = 0.0f, act_max_ = 0.0f;
+  int32_t zp_x_ = 0, lo_ = 0, hi_ = 255;
+  float act_min_ = 0.0f, act_max_ = 0.0f;  // f32 output: the clamp in real units
   Tensor weights_;
-  std::vector<float> scale_, bias_;
   ops::ThreadScratch scratch_;
 };
 
