@@ -31,7 +31,7 @@ TEST(F32Avx512, MicroKernelsMatchScalarSums) {
       for (size_t kc : {1, 2, 3, 17, 64, 300})
         for (size_t nc : {size_t(1), size_t(7), size_t(15), size_t(16), size_t(17), size_t(nr - 1), size_t(nr)}) {
           if (nc > size_t(nr)) continue;
-          for (int variant = 0; variant < 3; ++variant) {
+          for (int variant = 0; variant < 4; ++variant) {
             std::vector<float> a(kc * mr), rb(mr), cb(nr), c(mr * ldc);
             // B is 64-byte aligned in the drivers (packed panels): keep it so here.
             std::vector<float, std::allocator<float>> bstore(kc * nr + 16);
@@ -49,7 +49,10 @@ TEST(F32Avx512, MicroKernelsMatchScalarSums) {
               e.row_bias = rb.data();
               e.col_bias = cb.data();
             }
-            if (variant == 2) e.min = -0.5f, e.max = 0.25f;
+            if (variant >= 2) e.min = -0.5f, e.max = 0.25f;
+            // Prefetch hints (more lines than k steps: the rest are left) must not change results.
+            std::vector<float> pf((2 * kc + 3) * 16);
+            if (variant == 3) e.prefetch = pf.data(), e.prefetch_lines = 2 * kc + 3;
             (nr == ks.nr ? ks.main : ks.tail)[mr](nc, kc, a.data(), b, c.data(), ldc, e);
             for (int r = 0; r < mr; ++r)
               for (size_t j = 0; j < ldc; ++j) {
@@ -61,7 +64,7 @@ TEST(F32Avx512, MicroKernelsMatchScalarSums) {
                 double want = 0;
                 for (size_t k = 0; k < kc; ++k) want += double(a[k * mr + r]) * b[k * nr + j];
                 if (variant >= 1) want += double(c0[r * ldc + j]) + rb[r] + cb[j];
-                if (variant == 2) want = std::min(std::max(want, -0.5), 0.25);
+                if (variant >= 2) want = std::min(std::max(want, -0.5), 0.25);
                 ASSERT_NEAR(got, want, 1e-5 * (1.0 + double(kc)))
                     << "mr " << mr << " nr " << nr << " kc " << kc << " nc " << nc << " variant " << variant;
               }

@@ -217,7 +217,8 @@ TEST(Qu8Gemm, GemvMatchesReference) {
                      GemmCase{2, 33, 70, true, false, 255, qu8test::Fill::random},
                      GemmCase{1, 1, 1, true, true, 128, qu8test::Fill::random},
                      GemmCase{1, 4608, 67, true, false, 0, qu8test::Fill::extreme_min},
-                     GemmCase{1, 9000, 9, false, true, 0, qu8test::Fill::mix}})
+                     GemmCase{1, 9000, 9, false, true, 0, qu8test::Fill::mix},
+                     GemmCase{2, 40, 13, true, false, 7, qu8test::Fill::random}})  // 8 + 4 + 1 rows
     expect_gemm_exact(c, seed++);
 }
 

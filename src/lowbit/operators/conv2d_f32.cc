@@ -402,10 +402,17 @@ class Conv2dIgemmChannelsF32 final : public Kernel {
         const int64_t w_ = panel_width(j);
         e.col_bias = kb == 0 && has_bias_ ? bias_.data<float>() + j * nr_ : nullptr;
         const float* b = packed + (kb * ncp_ + j) * kc_ * nr_;
+        // The weights stream from memory and only the first row tile would wait for them: each row
+        // tile prefetches its share of this task's next panel instead.
+        const int64_t next = j + 1 < j1 ? kb * ncp_ + j + 1 : kb + 1 < nkb_ ? (kb + 1) * ncp_ + j0 : -1;
+        const int64_t lines = next < 0 ? 0 : kc_ * nr_ * 4 / 64, share = ceil_div(lines, nrows);
         for (int64_t i = 0; i < nrows; ++i) {
           const int64_t q0 = row0_[static_cast<size_t>(i)], r = row0_[static_cast<size_t>(i) + 1] - q0;
           float* c = ct_ + (j * OHW_ + q0) * nr_;
           e.init = kb == 0 ? nullptr : c;
+          const int64_t pf0 = std::min(lines, i * share);
+          e.prefetch = next < 0 ? nullptr : packed + next * kc_ * nr_ + pf0 * 16;
+          e.prefetch_lines = static_cast<size_t>(std::min({lines - pf0, share, kc}));
           const F32GemmUkernel uk = (w_ == nr_ ? ks_.main : ks_.tail)[r];
           uk(static_cast<size_t>(std::min(w_, p_.M - j * nr_)), static_cast<size_t>(kc), row_panel(kb, i), b, c,
              static_cast<size_t>(ld), e);

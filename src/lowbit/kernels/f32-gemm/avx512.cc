@@ -19,7 +19,7 @@ namespace {
 // The first n (0..16) lanes.
 inline __mmask16 lanes(size_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
 
-template <int MR, int NR>
+template <int MR, int NR, bool kPrefetch>
 inline void gemm_tile(size_t nc, size_t kc, const float* __restrict a, const float* __restrict b, float* c, size_t ldc,
                       const F32GemmEpilogue& e) {
   constexpr int NV = NR / 16;
@@ -34,7 +34,14 @@ inline void gemm_tile(size_t nc, size_t kc, const float* __restrict a, const flo
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[s][r][v] = _mm512_setzero_ps();
 
+  // The caller's lines (a separate instantiation, so tiles without them pay nothing).
+  const char* pf = kPrefetch ? reinterpret_cast<const char*>(e.prefetch) : nullptr;
+  const char* const pf_last = kPrefetch ? pf + 64 * (e.prefetch_lines - 1) : nullptr;  // then repeated: in range
   auto step = [&](int s) {
+    if constexpr (kPrefetch) {
+      _mm_prefetch(pf, _MM_HINT_T1);
+      pf += pf < pf_last ? 64 : 0;
+    }
     // The weights stream from memory once per pass: A in the pixels-on-lanes conv, B in the
     // channels-on-lanes conv and fully-connected layers. Prefetch both ~2-4 KB ahead (one line per
     // step for A, each of B's lines); lines already cached make these no-ops.
@@ -115,7 +122,10 @@ inline void gemm_tile(size_t nc, size_t kc, const float* __restrict a, const flo
 #define LOWBIT_F32_GEMM(MR, NR)                                                                                   \
   void f32_gemm_##MR##x##NR##__avx512(size_t nc, size_t kc, const float* a, const float* b, float* c, size_t ldc, \
                                       const F32GemmEpilogue& e) {                                                 \
-    gemm_tile<MR, NR>(nc, kc, a, b, c, ldc, e);                                                                   \
+    if (e.prefetch_lines)                                                                                         \
+      gemm_tile<MR, NR, true>(nc, kc, a, b, c, ldc, e);                                                           \
+    else                                                                                                          \
+      gemm_tile<MR, NR, false>(nc, kc, a, b, c, ldc, e);                                                          \
   }
 LOWBIT_F32_GEMM_AVX512_TILES(LOWBIT_F32_GEMM)
 #undef LOWBIT_F32_GEMM

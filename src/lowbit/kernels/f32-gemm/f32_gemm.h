@@ -20,6 +20,11 @@ struct F32GemmEpilogue {
   const float* col_bias = nullptr;  // NR values (readable past nc)
   float min = -std::numeric_limits<float>::infinity();
   float max = std::numeric_limits<float>::infinity();
+  // Optional: cache lines to pull into L2 while the tile runs, one per k step from `prefetch` (at
+  // most kc of them), so a caller can spread the next weight panel's fetch over the tiles that
+  // reuse the current one. Kernels may ignore it.
+  const float* prefetch = nullptr;
+  size_t prefetch_lines = 0;
 };
 
 using F32GemmUkernel = void (*)(size_t nc, size_t kc, const float* a, const float* b, float* c, size_t ldc,

@@ -22,6 +22,18 @@ inline __m256i wload(const int8_t* p) {
 
 void qu8_gemv_acc__avx2(size_t kp, const int16_t* a, const int8_t* w, size_t ldw, size_t n, int32_t* acc) {
   size_t j = 0;
+  // Eight rows per pass: the weights usually come from beyond L2, and more concurrent streams
+  // keep more misses in flight.
+  for (; j + 8 <= n; j += 8) {
+    const int8_t* w0 = w + j * ldw;
+    __m256i s[8];
+    for (int r = 0; r < 8; ++r) s[r] = _mm256_setzero_si256();
+    for (size_t k = 0; k < kp; k += 16) {
+      const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + k));
+      for (int r = 0; r < 8; ++r) s[r] = _mm256_add_epi32(s[r], _mm256_madd_epi16(av, wload(w0 + r * ldw + k)));
+    }
+    for (int r = 0; r < 8; ++r) acc[j + r] = hsum(s[r]);
+  }
   for (; j + 4 <= n; j += 4) {
     const int8_t* w0 = w + j * ldw;
     __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
