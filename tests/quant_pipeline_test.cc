@@ -205,3 +205,26 @@ TEST(Autotune, PinsAKernelPerNodeWithoutChangingInt8Results) {
     EXPECT_EQ(loaded->steps()[i].choice.chosen->name, tuned.model->steps()[i].choice.chosen->name);
   std::filesystem::remove(path);
 }
+
+// SIMD int8 kernels measured slower than fp32 on some shapes (u8 depthwise and K < 48 on AVX2)
+// are reported by the guard like portable code: MobileNetV2 keeps those convs in fp32.
+TEST(Guard, MeasuredSlowerSimdKernelsStayFp32) {
+  if (!host_target().has(Feature::avx2)) GTEST_SKIP() << "host lacks avx2";
+  auto fp32 = fp32_model("mobilenet_v2");
+  CompileOptions o;
+  o.target = parse_target("x86-64-v3");
+  QuantizeOptions q;
+  q.synthetic_samples = 1;
+  QuantizedBuild b = build_quantized(*fp32, o, q, SlowPolicy::fp32);
+  bool saw_depthwise = false;
+  for (const SlowNode& s : b.slow) saw_depthwise |= s.kernel == "qu8-dwconv2d-avx2";
+  EXPECT_TRUE(saw_depthwise);
+  for (const Step& s : b.model->steps()) EXPECT_NE(s.choice.chosen->name, "qu8-dwconv2d-avx2");
+  EXPECT_GT(count_ops(b.model->graph(), "QConv"), 20);
+  try {
+    build_quantized(*fp32, o, q, SlowPolicy::error);
+    FAIL() << "--on-slow=error compiled";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("slower than f32-dwconv2d-chw-avx2"));
+  }
+}

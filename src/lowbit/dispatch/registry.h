@@ -36,6 +36,9 @@ struct KernelCandidate {
   // Names of the micro-kernel functions it runs (unique, ISA-suffixed: "f32_gemm_6x16__avx2"),
   // so `inspect --kernels` can find them in the binary and count their key instructions.
   std::vector<std::string> ukernels = {};
+  // Quantized kernels only: "" when this kernel is expected to beat the fp32 kernel of the same
+  // node on its ISA, otherwise the measured reason it does not (read by the guard, quant/guard.h).
+  std::string (*slower_than_fp32)(const NodeContext&) = nullptr;
 };
 
 // Kernels are compiled only for their own architecture, but the table lists every architecture's

@@ -4,11 +4,31 @@
 // as in table.cc: a row's create exists only in builds for its architecture.
 #include "lowbit/dispatch/table_qu8.h"
 
+#include <string>
+
+#include "lowbit/ir/op_params.h"
+
 #include "lowbit/operators/pool2d_u8.h"
 #include "lowbit/operators/qconv2d_u8.h"
 #include "lowbit/operators/quantize_u8.h"
 
 namespace lowbit {
+
+// Where an int8 kernel loses to the fp32 kernel of the same node, measured per node with
+// bench/guard_per_node.py (ResNet-50, ResNet-18, MobileNetV2 on x86-64-v3 and on AVX-512 hosts).
+// The guard keeps such nodes in fp32 and says why.
+std::string qu8_dwconv_avx2_vs_fp32(const NodeContext&) {
+  return "u8 depthwise on AVX2 measured 1.1-2.5x slower than f32-dwconv2d-chw-avx2 (MobileNetV2 layers): "
+         "9 taps per channel leave too little work to pay for widening and requantization";
+}
+
+std::string qu8_igemm_avx2_vs_fp32(const NodeContext& ctx) {
+  const Conv2dParams p = conv2d_params(ctx.graph, ctx.node);
+  const int64_t K = p.C_per_group() * p.KH * p.KW;
+  if (K >= 48) return "";
+  return "K = " + std::to_string(K) + " (< 48): packing and requantization outweigh the int16 multiply-adds; "
+         "measured up to 2.6x slower than the fp32 igemm (MobileNetV2 expansion/projection convs)";
+}
 
 std::vector<KernelCandidate> qu8_candidates() {
   using F = Feature;
@@ -20,14 +40,14 @@ std::vector<KernelCandidate> qu8_candidates() {
   // in the binary by name prefix, template arguments aside).
   // Depthwise first: the igemm would run one channel per tile row there.
   t.push_back({"QConv", "qu8-dwconv2d-avx2", x86, {F::avx2, F::fma}, check_qconv2d_u8_dwconv,
-               LOWBIT_X86_ONLY(create_qconv2d_u8_dwconv_avx2), {"qu8_dwconv2d_chw__avx2"}});
+               LOWBIT_X86_ONLY(create_qconv2d_u8_dwconv_avx2), {"qu8_dwconv2d_chw__avx2"}, qu8_dwconv_avx2_vs_fp32});
   t.push_back({"QConv", "qu8-conv2d-igemm-16x16-avx512vnni", x86, {F::avx512f, F::avx512bw, F::avx512vnni},
                check_qconv2d_u8_igemm, LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avx512vnni),
                {"qu8_gemm_tile16__avx512vnni", "qu8_gemm_tile8__avx512vnni", "qu8_gemm_narrow__avx512vnni"}});
   t.push_back({"QConv", "qu8-conv2d-igemm-6x16-avxvnni", x86, {F::avx2, F::fma, F::avxvnni}, check_qconv2d_u8_igemm,
                LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avxvnni), {"qu8_gemm_tile__avxvnni"}});
   t.push_back({"QConv", "qu8-conv2d-igemm-6x16-avx2", x86, {F::avx2, F::fma}, check_qconv2d_u8_igemm,
-               LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avx2), {"qu8_gemm_tile__avx2"}});
+               LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avx2), {"qu8_gemm_tile__avx2"}, qu8_igemm_avx2_vs_fp32});
   t.push_back({"QGemm", "qu8-fc-gemv-avx2", x86, {F::avx2, F::fma}, check_qgemm_u8_gemv,
                LOWBIT_X86_ONLY(create_qgemm_u8_gemv_avx2), {"qu8_gemv_acc__avx2"}});
   t.push_back({"QAdd", "qu8-vadd-avx2", x86, {F::avx2, F::fma}, check_qadd_u8, LOWBIT_X86_ONLY(create_qadd_u8_avx2),

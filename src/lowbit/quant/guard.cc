@@ -37,10 +37,20 @@ std::vector<SlowNode> find_slow_quantized_nodes(const CompiledModel& q) {
   const Graph& g = q.graph();
   for (const Step& s : q.steps()) {
     const Node& n = g.nodes[static_cast<size_t>(s.node)];
-    if (!is_quantized_node(g, n) || !s.choice.chosen->features.empty()) continue;
-    std::string why;
-    for (const Rejection& r : s.choice.rejected) why += (why.empty() ? "" : "; ") + r.candidate->name + ": " + r.reason;
-    slow.push_back({n.name, n.op, s.choice.chosen->name, why.empty() ? "no SIMD int8 kernel exists for " + n.op : why});
+    if (!is_quantized_node(g, n)) continue;
+    const KernelCandidate& k = *s.choice.chosen;
+    if (k.features.empty()) {
+      std::string why;
+      for (const Rejection& r : s.choice.rejected) why += (why.empty() ? "" : "; ") + r.candidate->name + ": " + r.reason;
+      slow.push_back({n.name, n.op, k.name, why.empty() ? "no SIMD int8 kernel exists for " + n.op : why});
+      continue;
+    }
+    // A SIMD kernel can still lose to fp32 on some shapes: the table says where it was measured to.
+    if (k.slower_than_fp32) {
+      NodeContext ctx{g, n, q.target(), q.threads()};
+      std::string why = k.slower_than_fp32(ctx);
+      if (!why.empty()) slow.push_back({n.name, n.op, k.name, why});
+    }
   }
   return slow;
 }
