@@ -7,6 +7,7 @@
 #include <set>
 
 #include "lowbit/common/error.h"
+#include "lowbit/frontend/onnx/onnx_write.h"
 
 namespace lowbit {
 namespace {
@@ -47,7 +48,27 @@ void fill_value_info(onnx::ValueInfoProto* vi, const Value& v) {
   }
 }
 
-void fill_attribute(onnx::AttributeProto* a, const std::string& name, const AttrValue& v, const Node& n) {
+// lowbit-internal node forms that ONNX cannot express.
+void check_exportable(const Graph& g, const Node& n) {
+  for (const char* attr : {"act_min", "act_max"})
+    if (n.attrs.has(attr))
+      throw Error("node " + n.label() + ": attribute '" + attr +
+                  "' is a lowbit-internal fused activation; export the graph before passes");
+  if (n.op == "Conv" && Graph::input_or_none(n, 3) != kNoValue)
+    throw Error("node " + n.label() + ": the residual input is lowbit-internal; export the graph before passes");
+  if (n.op == "Softmax" && n.attrs.get_int("coerce_2d", 0) != 0)
+    throw Error("node " + n.label() + ": coerce_2d (opset < 13 Softmax) has no opset-13 form");
+  if (n.op == "BatchNormalization" && n.attrs.get_int("training_mode", 0) != 0)
+    throw Error("node " + n.label() + ": training-mode BatchNormalization cannot be exported");
+  for (ValueId v : n.inputs)
+    if (v != kNoValue && g.value(v).quant)
+      throw Error("node " + n.label() + ": input '" + g.value(v).name +
+                  "' carries quantization parameters; export the graph before quantization");
+}
+
+}  // namespace
+
+void fill_onnx_attribute(onnx::AttributeProto* a, const std::string& name, const AttrValue& v, const Node& n) {
   using AP = onnx::AttributeProto;
   a->set_name(name);
   if (auto* i = std::get_if<int64_t>(&v)) {
@@ -74,25 +95,6 @@ void fill_attribute(onnx::AttributeProto* a, const std::string& name, const Attr
   }
 }
 
-// lowbit-internal node forms that ONNX cannot express.
-void check_exportable(const Graph& g, const Node& n) {
-  for (const char* attr : {"act_min", "act_max"})
-    if (n.attrs.has(attr))
-      throw Error("node " + n.label() + ": attribute '" + attr +
-                  "' is a lowbit-internal fused activation; export the graph before passes");
-  if (n.op == "Conv" && Graph::input_or_none(n, 3) != kNoValue)
-    throw Error("node " + n.label() + ": the residual input is lowbit-internal; export the graph before passes");
-  if (n.op == "Softmax" && n.attrs.get_int("coerce_2d", 0) != 0)
-    throw Error("node " + n.label() + ": coerce_2d (opset < 13 Softmax) has no opset-13 form");
-  if (n.op == "BatchNormalization" && n.attrs.get_int("training_mode", 0) != 0)
-    throw Error("node " + n.label() + ": training-mode BatchNormalization cannot be exported");
-  for (ValueId v : n.inputs)
-    if (v != kNoValue && g.value(v).quant)
-      throw Error("node " + n.label() + ": input '" + g.value(v).name +
-                  "' carries quantization parameters; export the graph before quantization");
-}
-
-}  // namespace
 
 std::string export_onnx_bytes(const Graph& g) {
   onnx::ModelProto model;
@@ -130,7 +132,7 @@ std::string export_onnx_bytes(const Graph& g) {
     for (ValueId o : n.outputs) p->add_output(o == kNoValue ? "" : g.value(o).name);
     for (const auto& [name, value] : n.attrs.all())
       if (!(n.op == "Softmax" && name == "coerce_2d") && !(n.op == "BatchNormalization" && name == "training_mode"))
-        fill_attribute(p->add_attribute(), name, value, n);
+        fill_onnx_attribute(p->add_attribute(), name, value, n);
     // Intermediate values whose shapes are known help consumers of the file (and ORT's planner).
     for (ValueId o : n.outputs)
       if (o != kNoValue && !io.count(o) && g.value(o).shape_known) fill_value_info(graph->add_value_info(), g.value(o));

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "lowbit/common/error.h"
+#include "lowbit/frontend/onnx/onnx_write.h"
 #include "lowbit/dispatch/registry.h"
 #include "lowbit/frontend/onnx/onnx_export.h"
 
@@ -126,34 +127,14 @@ class QdqExporter {
     a->set_type(onnx::AttributeProto::INT);
     a->set_i(v);
   }
-  static void copy_attr(onnx::NodeProto* p, const std::string& k, const AttrValue& v) {
-    auto* a = p->add_attribute();
-    a->set_name(k);
-    using AP = onnx::AttributeProto;
-    if (auto* i = std::get_if<int64_t>(&v)) {
-      a->set_type(AP::INT);
-      a->set_i(*i);
-    } else if (auto* f = std::get_if<float>(&v)) {
-      a->set_type(AP::FLOAT);
-      a->set_f(*f);
-    } else if (auto* s = std::get_if<std::string>(&v)) {
-      a->set_type(AP::STRING);
-      a->set_s(*s);
-    } else if (auto* is = std::get_if<std::vector<int64_t>>(&v)) {
-      a->set_type(AP::INTS);
-      for (int64_t x : *is) a->add_ints(x);
-    } else if (auto* fs = std::get_if<std::vector<float>>(&v)) {
-      a->set_type(AP::FLOATS);
-      for (float x : *fs) a->add_floats(x);
-    } else {
-      throw Error("attribute '" + k + "' cannot be exported in QDQ form");
-    }
+  static void copy_attr(onnx::NodeProto* p, const Node& n, const std::string& k, const AttrValue& v) {
+    fill_onnx_attribute(p->add_attribute(), k, v, n);
   }
   // ONNX attributes of n, without lowbit-internal ones (fused clamp, pinned kernel, notes).
   static void copy_attrs(onnx::NodeProto* p, const Node& n) {
     for (const auto& [k, v] : n.attrs.all()) {
       bool skip = k == "act_min" || k == "act_max" || k == "qdq_unfused" || k == "coerce_2d" || k == kPinnedKernelAttr;
-      if (!skip) copy_attr(p, k, v);
+      if (!skip) copy_attr(p, n, k, v);
     }
   }
 
@@ -316,7 +297,7 @@ class QdqExporter {
     std::string c = fresh(n.name + "_conv");
     auto* p = node("Conv", n.name, in, {c});
     for (const char* k : {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad"})
-      if (n.attrs.has(k)) copy_attr(p, k, n.attrs.all().at(k));
+      if (n.attrs.has(k)) copy_attr(p, n, k, n.attrs.all().at(k));
     if (ValueId r = Graph::input_or_none(n, 3); r != kNoValue) {
       // QDQ has no fused residual: quantize the convolution over [Ymin - Rmax, Ymax - Rmin] (the
       // only part of its range that can reach the clamped output), then a quantized Add.
