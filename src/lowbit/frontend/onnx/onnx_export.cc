@@ -14,39 +14,6 @@ namespace {
 
 using TP = onnx::TensorProto;
 
-int onnx_elem_type(DType t, const std::string& what) {
-  switch (t) {
-    case DType::f32: return TP::FLOAT;
-    case DType::i64: return TP::INT64;
-    case DType::i32: return TP::INT32;
-    case DType::u8: return TP::UINT8;
-    case DType::i8: return TP::INT8;
-    case DType::boolean: return TP::BOOL;
-    default:
-      throw Error(what + ": dtype " + dtype_name(t) + " has no ONNX opset-" + std::to_string(kExportOnnxOpset) +
-                  " equivalent (export graphs before quantization passes)");
-  }
-}
-
-void fill_tensor(TP* out, const Tensor& t, const std::string& name, const std::string& what) {
-  out->set_name(name);
-  out->set_data_type(onnx_elem_type(t.dtype(), what));
-  for (int64_t d : t.shape()) out->add_dims(d);
-  // raw_data is little-endian, as lowbit's buffers are on every supported target.
-  if (t.nbytes() > 0) out->set_raw_data(t.raw(), static_cast<size_t>(t.nbytes()));
-}
-
-void fill_value_info(onnx::ValueInfoProto* vi, const Value& v) {
-  vi->set_name(v.name);
-  auto* tt = vi->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx_elem_type(v.dtype, "value '" + v.name + "'"));
-  if (!v.shape_known) return;  // unknown rank: leave the shape out entirely
-  auto* shape = tt->mutable_shape();
-  for (int64_t d : v.shape) {
-    auto* dim = shape->add_dim();
-    if (d >= 0) dim->set_dim_value(d);
-  }
-}
 
 // lowbit-internal node forms that ONNX cannot express.
 void check_exportable(const Graph& g, const Node& n) {
@@ -67,6 +34,40 @@ void check_exportable(const Graph& g, const Node& n) {
 }
 
 }  // namespace
+
+int onnx_elem_type(DType t, const std::string& what) {
+  switch (t) {
+    case DType::f32: return TP::FLOAT;
+    case DType::i64: return TP::INT64;
+    case DType::i32: return TP::INT32;
+    case DType::u8: return TP::UINT8;
+    case DType::i8: return TP::INT8;
+    case DType::boolean: return TP::BOOL;
+    default:
+      throw Error(what + ": dtype " + dtype_name(t) + " has no ONNX opset-" + std::to_string(kExportOnnxOpset) +
+                  " equivalent");
+  }
+}
+
+void fill_onnx_tensor(TP* out, const Tensor& t, const std::string& name, const std::string& what) {
+  out->set_name(name);
+  out->set_data_type(onnx_elem_type(t.dtype(), what));
+  for (int64_t d : t.shape()) out->add_dims(d);
+  // raw_data is little-endian, as lowbit's buffers are on every supported target.
+  if (t.nbytes() > 0) out->set_raw_data(t.raw(), static_cast<size_t>(t.nbytes()));
+}
+
+void fill_onnx_value_info(onnx::ValueInfoProto* vi, const Value& v) {
+  vi->set_name(v.name);
+  auto* tt = vi->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx_elem_type(v.dtype, "value '" + v.name + "'"));
+  if (!v.shape_known) return;  // unknown rank: leave the shape out entirely
+  auto* shape = tt->mutable_shape();
+  for (int64_t d : v.shape) {
+    auto* dim = shape->add_dim();
+    if (d >= 0) dim->set_dim_value(d);
+  }
+}
 
 void fill_onnx_attribute(onnx::AttributeProto* a, const std::string& name, const AttrValue& v, const Node& n) {
   using AP = onnx::AttributeProto;
@@ -91,7 +92,7 @@ void fill_onnx_attribute(onnx::AttributeProto* a, const std::string& name, const
     for (const auto& x : *ss) a->add_strings(x);
   } else if (auto* t = std::get_if<Tensor>(&v)) {
     a->set_type(AP::TENSOR);
-    fill_tensor(a->mutable_t(), *t, "", "node " + n.label() + " attribute '" + name + "'");
+    fill_onnx_tensor(a->mutable_t(), *t, "", "node " + n.label() + " attribute '" + name + "'");
   }
 }
 
@@ -114,9 +115,9 @@ std::string export_onnx_bytes(const Graph& g) {
   }
 
   for (const Value& v : g.values)
-    if (v.constant) fill_tensor(graph->add_initializer(), *v.constant, v.name, "constant '" + v.name + "'");
-  for (ValueId id : g.inputs) fill_value_info(graph->add_input(), g.value(id));
-  for (ValueId id : g.outputs) fill_value_info(graph->add_output(), g.value(id));
+    if (v.constant) fill_onnx_tensor(graph->add_initializer(), *v.constant, v.name, "constant '" + v.name + "'");
+  for (ValueId id : g.inputs) fill_onnx_value_info(graph->add_input(), g.value(id));
+  for (ValueId id : g.outputs) fill_onnx_value_info(graph->add_output(), g.value(id));
 
   std::set<ValueId> io(g.inputs.begin(), g.inputs.end());
   io.insert(g.outputs.begin(), g.outputs.end());
@@ -135,7 +136,7 @@ std::string export_onnx_bytes(const Graph& g) {
         fill_onnx_attribute(p->add_attribute(), name, value, n);
     // Intermediate values whose shapes are known help consumers of the file (and ORT's planner).
     for (ValueId o : n.outputs)
-      if (o != kNoValue && !io.count(o) && g.value(o).shape_known) fill_value_info(graph->add_value_info(), g.value(o));
+      if (o != kNoValue && !io.count(o) && g.value(o).shape_known) fill_onnx_value_info(graph->add_value_info(), g.value(o));
   }
 
   std::string bytes;

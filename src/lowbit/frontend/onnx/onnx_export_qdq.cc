@@ -19,18 +19,6 @@ namespace {
 
 using TP = onnx::TensorProto;
 
-int elem_type(DType t, const std::string& what) {
-  switch (t) {
-    case DType::f32: return TP::FLOAT;
-    case DType::i64: return TP::INT64;
-    case DType::i32: return TP::INT32;
-    case DType::u8: return TP::UINT8;
-    case DType::i8: return TP::INT8;
-    case DType::boolean: return TP::BOOL;
-    default: throw Error(what + ": dtype " + dtype_name(t) + " has no ONNX equivalent");
-  }
-}
-
 bool is_u8_pass_through(const std::string& op) {
   return op == "MaxPool" || op == "Flatten" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze";
 }
@@ -66,23 +54,11 @@ class QdqExporter {
     return n;
   }
 
-  void value_info(onnx::ValueInfoProto* vi, ValueId id) {
-    const Value& v = g_.value(id);
-    vi->set_name(v.name);
-    auto* tt = vi->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(elem_type(v.dtype, "value '" + v.name + "'"));
-    if (!v.shape_known) return;
-    auto* shape = tt->mutable_shape();
-    for (int64_t d : v.shape) shape->add_dim()->set_dim_value(d);
-  }
+  void value_info(onnx::ValueInfoProto* vi, ValueId id) { fill_onnx_value_info(vi, g_.value(id)); }
 
   std::string initializer(const std::string& base, const Tensor& t) {
     std::string name = fresh(base);
-    TP* p = gp_->add_initializer();
-    p->set_name(name);
-    p->set_data_type(elem_type(t.dtype(), "initializer '" + base + "'"));
-    for (int64_t d : t.shape()) p->add_dims(d);
-    if (t.nbytes() > 0) p->set_raw_data(t.raw(), static_cast<size_t>(t.nbytes()));
+    fill_onnx_tensor(gp_->add_initializer(), t, name, "initializer '" + base + "'");
     return name;
   }
   template <class T>

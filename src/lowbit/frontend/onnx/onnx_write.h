@@ -8,6 +8,12 @@
 
 namespace lowbit {
 
+// ONNX TensorProto element type of a dtype; throws naming `what` when ONNX has none (sub-byte).
+int onnx_elem_type(DType t, const std::string& what);
+// Tensor `t` as an initializer or attribute payload (raw little-endian data).
+void fill_onnx_tensor(onnx::TensorProto* out, const Tensor& t, const std::string& name, const std::string& what);
+// Name, element type and (when known) shape of a value.
+void fill_onnx_value_info(onnx::ValueInfoProto* vi, const Value& v);
 // Writes attribute `name` of node `n` (every Attributes kind; tensors as TensorProto).
 void fill_onnx_attribute(onnx::AttributeProto* a, const std::string& name, const AttrValue& v, const Node& n);
 
