@@ -75,6 +75,8 @@ std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const Compile
     s.choice = select_kernel(ctx);
     s.kernel = s.choice.chosen->create(ctx);
     s.macs = node_macs(m->graph_, n);
+    for (ValueId v : n.inputs) s.inputs.push_back(m->view_of(v));
+    for (ValueId v : n.outputs) s.outputs.push_back(m->view_of(v));
     if (verbose) {
       std::fprintf(stderr, "lowbit dispatch: %s -> %s\n", n.label().c_str(), s.choice.chosen->name.c_str());
       for (auto& r : s.choice.rejected)
@@ -87,26 +89,23 @@ std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const Compile
   return m;
 }
 
+TensorView CompiledModel::view_of(ValueId v) {
+  if (v == kNoValue) return TensorView{};
+  const Value& val = graph_.value(v);
+  if (val.constant) return val.constant->view();
+  return TensorView{arena_.data<uint8_t>() + offsets_[static_cast<size_t>(v)], val.dtype, val.shape};
+}
+
 // Times each applicable SIMD candidate of every node in place (on the arena's current, zeroed
 // contents: kernel speed does not depend on the values) and pins the fastest.
 void CompiledModel::autotune() {
   if (!host_target().missing(target_).empty()) throw Error("--autotune needs a target the host can run");
-  uint8_t* arena = arena_.data<uint8_t>();
-  auto view_of = [&](ValueId v) -> TensorView {
-    if (v == kNoValue) return TensorView{};
-    const Value& val = graph_.value(v);
-    if (val.constant) return val.constant->view();
-    return TensorView{arena + offsets_[static_cast<size_t>(v)], val.dtype, val.shape};
-  };
-  auto time_kernel = [&](Kernel& k, const Node& n) {
-    std::vector<TensorView> in, out;
-    for (ValueId v : n.inputs) in.push_back(view_of(v));
-    for (ValueId v : n.outputs) out.push_back(view_of(v));
-    k.run(in, out, *pool_);
+  auto time_kernel = [&](Kernel& k, const Step& s) {
+    k.run(s.inputs, s.outputs, *pool_);
     double best = 1e300;
     for (int r = 0; r < 5; ++r) {
       auto t0 = Clock::now();
-      k.run(in, out, *pool_);
+      k.run(s.inputs, s.outputs, *pool_);
       best = std::min(best, ms_since(t0));
     }
     return best;
@@ -119,10 +118,10 @@ void CompiledModel::autotune() {
     if (options.size() < 2 || s.choice.chosen->features.empty()) continue;
     NodeContext ctx{graph_, n, target_, pool_->size()};
     const KernelCandidate* best = s.choice.chosen;
-    double best_ms = time_kernel(*s.kernel, n);
+    double best_ms = time_kernel(*s.kernel, s);
     for (size_t i = 1; i < options.size(); ++i) {
       auto k = options[i]->create(ctx);
-      double ms = time_kernel(*k, n);
+      double ms = time_kernel(*k, s);
       if (ms < best_ms) best_ms = ms, best = options[i];
     }
     n.attrs.set(kPinnedKernelAttr, best->name);
@@ -162,12 +161,6 @@ std::vector<Tensor> CompiledModel::execute(const std::vector<Tensor>& inputs, st
   if (inputs.size() != g.inputs.size())
     throw Error("model takes " + std::to_string(g.inputs.size()) + " input(s), got " + std::to_string(inputs.size()));
   uint8_t* arena = arena_.data<uint8_t>();
-  auto view_of = [&](ValueId v) -> TensorView {
-    if (v == kNoValue) return TensorView{};
-    const Value& val = g.value(v);
-    if (val.constant) return val.constant->view();
-    return TensorView{arena + offsets_[static_cast<size_t>(v)], val.dtype, val.shape};
-  };
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& v = g.value(g.inputs[i]);
     if (inputs[i].dtype() != v.dtype || inputs[i].shape() != v.shape)
@@ -179,23 +172,19 @@ std::vector<Tensor> CompiledModel::execute(const std::vector<Tensor>& inputs, st
   }
   if (observe)
     for (size_t i = 0; i < inputs.size(); ++i) (*observe)(g.inputs[i], inputs[i].view());
-  std::vector<TensorView> in, out;
   for (const Step& s : steps_) {
-    const Node& n = g.nodes[static_cast<size_t>(s.node)];
-    in.clear();
-    out.clear();
-    for (ValueId v : n.inputs) in.push_back(view_of(v));
-    for (ValueId v : n.outputs) out.push_back(view_of(v));
     if (timings) {
       auto t0 = Clock::now();
-      s.kernel->run(in, out, *pool_);
+      s.kernel->run(s.inputs, s.outputs, *pool_);
       timings->push_back({s.node, ms_since(t0)});
     } else {
-      s.kernel->run(in, out, *pool_);
+      s.kernel->run(s.inputs, s.outputs, *pool_);
     }
-    if (observe)
+    if (observe) {
+      const Node& n = g.nodes[static_cast<size_t>(s.node)];
       for (size_t k = 0; k < n.outputs.size(); ++k)
-        if (n.outputs[k] != kNoValue) (*observe)(n.outputs[k], out[k]);
+        if (n.outputs[k] != kNoValue) (*observe)(n.outputs[k], s.outputs[k]);
+    }
   }
   std::vector<Tensor> results;
   for (ValueId v : g.outputs) {

@@ -29,6 +29,8 @@ struct Step {
   Choice choice;           // chosen kernel + rejected candidates with reasons
   std::unique_ptr<Kernel> kernel;
   int64_t macs = 0;
+  // The node's operands, bound once to the arena and the constants: runs copy no shapes.
+  std::vector<TensorView> inputs, outputs;
 };
 
 struct LayerTiming {
@@ -72,6 +74,7 @@ class CompiledModel {
   Tensor arena_;
   double compile_ms_ = 0;
   void autotune();
+  TensorView view_of(ValueId v);
 };
 
 }  // namespace lowbit
