@@ -367,6 +367,58 @@ TEST(F32Kernels, ConvIgemm) {
   }
 }
 
+// Winograd F(2x2, 3x3): 3x3 stride 1 only, at least 32 output tiles and 8 input channels. Odd
+// output sizes (a last tile half outside), asymmetric pads, tile counts around the panel widths
+// (16 / 32, 8 / 16), several K blocks and channel panels, residual aliasing-free and clamps.
+std::vector<ConvCase> winograd_cases() {
+  std::vector<ConvCase> v;
+  for (auto pads : std::vector<std::vector<int64_t>>{{1, 1, 1, 1}, {0, 0, 0, 0}, {0, 1, 2, 1}, {2, 0, 1, 2}})
+    v.push_back({.C = 9, .H = 15, .W = 14, .M = 13, .KH = 3, .KW = 3, .pads = pads});
+  v.push_back({.C = 8, .H = 11, .W = 13, .M = 7, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .bias = false});
+  v.push_back({.C = 17, .H = 12, .W = 11, .M = 160, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .residual = true,
+               .act_min = 0, .act_max = 6});
+  v.push_back({.C = 300, .H = 12, .W = 12, .M = 25, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .residual = true,
+               .act_min = 0});  // 2 K blocks
+  v.push_back({.C = 64, .H = 56, .W = 56, .M = 64, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .act_min = 0});
+  v.push_back({.C = 256, .H = 14, .W = 14, .M = 256, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .residual = true,
+               .act_min = 0});
+  v.push_back({.C = 12, .H = 17, .W = 9, .M = 33, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .act_min = -0.5f,
+               .act_max = 0.5f});
+  v.push_back({.N = 2, .C = 10, .H = 16, .W = 16, .M = 12, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .residual = true});
+  return v;
+}
+
+TEST(F32Kernels, ConvWinograd) {
+  SKIP_WITHOUT_GEMM_ISA("f32-conv2d-winograd-");
+  std::mt19937 rng(5);
+  for (const ConvCase& c : winograd_cases()) {
+    SCOPED_TRACE(c.str());
+    OneNode t = make_conv(c, rng);
+    for (const std::string& name : host_gemm_candidates("f32-conv2d-winograd-")) {
+      SCOPED_TRACE(name);
+      check_against_reference(t, name, c.str());
+    }
+  }
+}
+
+TEST(F32Kernels, ConvWinogradChecksGiveReasons) {
+  SKIP_WITHOUT_GEMM_ISA("f32-conv2d-winograd-");
+  const std::string name = host_gemm_candidates("f32-conv2d-winograd-").front();
+  std::mt19937 rng(6);
+  auto check = [&](const ConvCase& c) { return make_conv(c, rng).check(name); };
+  const std::vector<int64_t> p1 = {1, 1, 1, 1};
+  EXPECT_EQ(check({.C = 8, .H = 16, .W = 16, .M = 8, .KH = 3, .KW = 3, .pads = p1}), "");
+  EXPECT_EQ(check({.C = 8, .H = 16, .W = 16, .M = 8, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .pads = p1}),
+            "stride 2x2, needs 1");
+  EXPECT_EQ(check({.C = 8, .H = 16, .W = 16, .M = 8, .KH = 5, .KW = 5, .pads = p1}), "kernel 5x5, needs 3x3");
+  EXPECT_EQ(check({.C = 8, .H = 16, .W = 16, .M = 8, .KH = 3, .KW = 3, .DH = 2, .DW = 2, .pads = p1}),
+            "dilation 2x2, needs 1");
+  EXPECT_EQ(check({.C = 8, .H = 16, .W = 16, .M = 8, .KH = 3, .KW = 3, .pads = p1, .group = 2}), "group 2, needs 1");
+  EXPECT_EQ(check({.C = 8, .H = 7, .W = 7, .M = 8, .KH = 3, .KW = 3, .pads = p1}),
+            "16 output tiles of 2x2, needs 32 to reuse the 16/9 larger transformed weights");
+  EXPECT_EQ(check({.C = 4, .H = 16, .W = 16, .M = 8, .KH = 3, .KW = 3, .pads = p1}), "4 input channels, needs 8");
+}
+
 TEST(F32Kernels, ConvDepthwise) {
   if (!host_has_avx2_fma()) GTEST_SKIP() << "host lacks avx2+fma";
   std::mt19937 rng(2);

@@ -1,0 +1,259 @@
+// Winograd F(2x2, 3x3) driver for fp32 3x3 stride-1 convs (NCHW; design and numerics:
+// kernels/f32-winograd/README.md).
+//
+// The output is cut into T = ceil(OH/2) x ceil(OW/2) tiles of 2x2. Per inference:
+//   1. input transform, per channel (parallel): the channel's plane is copied zero-padded into
+//      thread scratch, and each tile's 4x4 patch becomes 16 values V[xi][c][t], stored as B panels
+//      of the GEMM micro-kernels (per xi and panel of nr tiles: C rows of nr tiles);
+//   2. per (channel panel, tile panel): 16 GEMMs U[xi] (mr x C) x V[xi] (C x nr) into thread
+//      scratch, then the output transform adds bias and residual, clamps, and writes NCHW.
+// U = G g G^T is packed once at creation as A panels, per channel panel all 16 xi contiguous.
+// Every output element is computed by one task in a fixed order (K blocks included), so results
+// do not depend on the thread count.
+#include "lowbit/operators/conv2d_winograd_f32.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "lowbit/ir/op_params.h"
+#include "lowbit/operators/operator_util.h"
+
+namespace lowbit {
+namespace {
+
+using ops::ceil_div;
+
+constexpr int64_t kXi = 16;            // 4 x 4 transformed elements per tile
+constexpr int64_t kMinTiles = 32;      // fewer tiles: U (16/9 of the weights) is reused too little
+constexpr int64_t kMinChannels = 8;    // fewer input channels: the transforms outweigh the GEMMs
+constexpr int64_t kUInL2Bytes = 256 << 10;  // U this small stays in L2 across a task's tile panels
+
+class Conv2dWinogradF32 final : public Kernel {
+ public:
+  Conv2dWinogradF32(const Conv2dParams& p, const float* w, const float* bias, const F32WinogradKernels& ks, int threads)
+      : p_(p), ks_(ks), gk_(*ks.gemm) {
+    TH_ = ceil_div(p.OH, 2);
+    TW_ = ceil_div(p.OW, 2);
+    T_ = TH_ * TW_;
+    // The padded plane covers every tile's 4x4 patch: rows [-pad_top, 2*TH + 2 - pad_top).
+    PH_ = 2 * TH_ + 2;
+    PW_ = 2 * TW_ + 2;
+    const int64_t mr_max = gk_.mr, nr = gk_.nr;
+    mpanels_ = ceil_div(p.M, mr_max);
+    nkb_ = ceil_div(p.C, static_cast<int64_t>(gk_.kc_max));
+    kc_ = ceil_div(p.C, nkb_);
+
+    // Tile panels: nr wide, the last one nr_tail wide when it fits there.
+    for (int64_t t0 = 0; t0 < T_; t0 += nr) {
+      Panel pan;
+      pan.t0 = t0;
+      pan.nvalid = std::min(nr, T_ - t0);
+      pan.width = pan.nvalid <= gk_.nr_tail ? gk_.nr_tail : nr;
+      pan.base = tpad_;
+      tpad_ += pan.width;
+      panels_.push_back(pan);
+    }
+    // Each panel's tiles as runs within one tile row (the transforms' unit).
+    for (size_t pi = 0; pi < panels_.size(); ++pi) {
+      Panel& pan = panels_[pi];
+      pan.seg_begin = static_cast<int32_t>(segs_.size());
+      for (int64_t t = pan.t0; t < pan.t0 + pan.nvalid;) {
+        const int64_t ty = t / TW_, tx = t % TW_, n = std::min(TW_ - tx, pan.t0 + pan.nvalid - t);
+        segs_.push_back({static_cast<int32_t>(2 * ty), static_cast<int32_t>(2 * tx), static_cast<int32_t>(t - pan.t0),
+                         static_cast<int32_t>(n)});
+        t += n;
+      }
+      pan.seg_end = static_cast<int32_t>(segs_.size());
+    }
+
+    // U: per channel panel (rows m0..m0+mr), per xi, per K block: kc x mr, a[k * mr + r].
+    u_ = PackedWeights(kXi * p.M * p.C);
+    std::vector<float> uk(static_cast<size_t>(kXi));
+    float* u = u_.data();
+    for (int64_t m = 0; m < p.M; ++m) {
+      const int64_t mp = panel_of(m), m0 = panel_m0(mp), mr = panel_m0(mp + 1) - m0;
+      for (int64_t c = 0; c < p.C; ++c) {
+        f32_winograd_weights_2x2_3x3(w + (m * p.C + c) * 9, uk.data());
+        for (int64_t xi = 0; xi < kXi; ++xi) u[m0 * kXi * p.C + (xi * p.C + c) * mr + (m - m0)] = uk[static_cast<size_t>(xi)];
+      }
+    }
+    if (bias) bias_.assign(bias, bias + p.M);
+    else bias_.assign(static_cast<size_t>(p.M), 0.0f);
+    u_bytes_ = kXi * p.M * p.C * 4;
+    // Input transform scratch: the padded plane (plus the over-read of the even/odd split) and the
+    // split rows; the GEMM phase reuses it for the 16 result tiles.
+    half_ = ceil_div(TW_ + 1 + 32, 16) * 16;
+    plane_floats_ = ceil_div(PH_ * PW_ + 2 * half_ + 16, 16) * 16;
+    scratch_floats_ = std::max(kXi * mr_max * nr, plane_floats_ + 2 * PH_ * half_) + 16;
+    fetch_workspace(std::max(threads, 1));
+  }
+
+  int64_t packed_weight_bytes() const override { return u_.nbytes() + static_cast<int64_t>(bias_.size() * 4); }
+
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+    const int threads = pool.size();
+    fetch_workspace(threads);
+    const float* x = in[0].as<float>();
+    const float* res = in.size() > 3 && in[3].data ? in[3].as<float>() : nullptr;
+    float* y = out[0].as<float>();
+    const int64_t npanels = static_cast<int64_t>(panels_.size());
+    // Tasks: channel-panel ranges x tile-panel ranges, a few per thread so the pool stays busy.
+    const int64_t want = threads == 1 ? 1 : 4 * threads;
+    const int64_t msplit = std::min(mpanels_, want);
+    const int64_t psplit = std::min(npanels, ceil_div(want, msplit));
+    const int64_t OHW = p_.OH * p_.OW;
+    for (int64_t n = 0; n < p_.N; ++n) {
+      const float* xn = x + n * p_.C * p_.H * p_.W;
+      pool.parallel_for(p_.C, [&](int64_t c, int thread) { transform_input(c, xn + c * p_.H * p_.W, scratch_[thread]); });
+      const float* rn = res ? res + n * p_.M * OHW : nullptr;
+      float* yn = y + n * p_.M * OHW;
+      pool.parallel_for(msplit * psplit, [&](int64_t t, int thread) {
+        const int64_t ms = t / psplit, ps = t % psplit;
+        run_task(mpanels_ * ms / msplit, mpanels_ * (ms + 1) / msplit, npanels * ps / psplit,
+                 npanels * (ps + 1) / psplit, rn, yn, scratch_[thread]);
+      });
+    }
+  }
+
+ private:
+  struct Panel {
+    int64_t t0, nvalid, width, base;
+    int32_t seg_begin, seg_end;
+  };
+
+  // Channel panels of balanced height (64 = 6 x 10-11, as the implicit GEMM).
+  int64_t panel_m0(int64_t mp) const { return p_.M * mp / mpanels_; }
+  int64_t panel_of(int64_t m) const {
+    int64_t mp = m * mpanels_ / p_.M;
+    while (panel_m0(mp + 1) <= m) ++mp;
+    while (panel_m0(mp) > m) --mp;
+    return mp;
+  }
+
+  // Workspace slots: 0 V (all xi, C rows, tpad_ tiles); 2 + t thread t's scratch.
+  void fetch_workspace(int threads) {
+    v_ = ops::workspace(0, kXi * p_.C * tpad_);
+    scratch_.fetch(threads, scratch_floats_);
+  }
+
+  // V element (xi, c, panel column j) of panel pan.
+  float* v_at(const Panel& pan, int64_t xi, int64_t c, int64_t j) const {
+    return v_ + xi * p_.C * tpad_ + pan.base * p_.C + c * pan.width + j;
+  }
+
+  void transform_input(int64_t c, const float* xc, float* plane) const {
+    ops::copy_padded_plane(xc, p_.H, p_.W, p_.pad_top, p_.pad_left, PW_, plane_floats_, 0.0f, plane);
+    float* eo = plane + plane_floats_;
+    ks_.split(plane, static_cast<size_t>(PW_), static_cast<size_t>(PH_), static_cast<size_t>(half_), eo);
+    const int64_t ld = p_.C * tpad_;
+    for (const Panel& pan : panels_)
+      ks_.input(eo, static_cast<size_t>(half_), segs_.data() + pan.seg_begin,
+                static_cast<size_t>(pan.seg_end - pan.seg_begin), static_cast<size_t>(pan.width), v_at(pan, 0, c, 0),
+                static_cast<size_t>(ld));
+  }
+
+  void run_task(int64_t mp0, int64_t mp1, int64_t pi0, int64_t pi1, const float* res, float* y, float* scratch) const {
+    // Keep the larger operand streaming once: with a small U, walk tile panels outside (each
+    // panel's V stays in L2 across the channel panels); else channel panels outside (each U block
+    // stays in L2 across the tile panels).
+    if (u_bytes_ <= kUInL2Bytes) {
+      for (int64_t pi = pi0; pi < pi1; ++pi)
+        for (int64_t mp = mp0; mp < mp1; ++mp) tile(mp, pi, res, y, scratch);
+    } else {
+      for (int64_t mp = mp0; mp < mp1; ++mp)
+        for (int64_t pi = pi0; pi < pi1; ++pi) tile(mp, pi, res, y, scratch);
+    }
+  }
+
+  // Channel panel mp x tile panel pi: 16 GEMMs into s[xi][r][j], then the output transform.
+  void tile(int64_t mp, int64_t pi, const float* res, float* y, float* s) const {
+    const Panel& pan = panels_[static_cast<size_t>(pi)];
+    const int64_t m0 = panel_m0(mp), mr = panel_m0(mp + 1) - m0, w = pan.width;
+    const F32GemmUkernel uk = (w == gk_.nr ? gk_.main : gk_.tail)[mr];
+    const float* u = u_.data() + m0 * kXi * p_.C;
+    for (int64_t xi = 0; xi < kXi; ++xi) {
+      float* c = s + xi * mr * w;
+      for (int64_t kb = 0; kb < nkb_; ++kb) {
+        const int64_t k0 = kb * kc_, kc = std::min(kc_, p_.C - k0);
+        F32GemmEpilogue e;
+        e.init = kb == 0 ? nullptr : c;
+        e.ld_init = static_cast<size_t>(w);
+        uk(static_cast<size_t>(pan.nvalid), static_cast<size_t>(kc), u + (xi * p_.C + k0) * mr, v_at(pan, xi, k0, 0), c,
+           static_cast<size_t>(w), e);
+      }
+    }
+    const int64_t OHW = p_.OH * p_.OW;
+    for (int64_t r = 0; r < mr; ++r) {
+      const int64_t m = m0 + r;
+      ks_.output(s + r * w, static_cast<size_t>(mr * w), static_cast<size_t>(w), segs_.data() + pan.seg_begin,
+                 static_cast<size_t>(pan.seg_end - pan.seg_begin), bias_[static_cast<size_t>(m)],
+                 res ? res + m * OHW : nullptr, y + m * OHW, static_cast<size_t>(p_.OH), static_cast<size_t>(p_.OW),
+                 p_.act_min, p_.act_max);
+    }
+  }
+
+  Conv2dParams p_;
+  F32WinogradKernels ks_;
+  const F32GemmKernels& gk_;
+  int64_t TH_ = 0, TW_ = 0, T_ = 0, PH_ = 0, PW_ = 0, tpad_ = 0;
+  int64_t mpanels_ = 0, nkb_ = 0, kc_ = 0, u_bytes_ = 0, half_ = 0, plane_floats_ = 0, scratch_floats_ = 0;
+  std::vector<Panel> panels_;
+  std::vector<F32WinogradSegment> segs_;
+  PackedWeights u_;
+  std::vector<float> bias_;
+  float* v_ = nullptr;
+  ops::PerThreadWorkspace scratch_;
+};
+
+}  // namespace
+
+std::string check_conv2d_f32_winograd(const NodeContext& ctx) {
+  for (auto r : {ops::need_f32(ctx, 0, "input"), ops::need_f32(ctx, 1, "weights"), ops::need_f32(ctx, 2, "bias"),
+                 ops::need_f32(ctx, 3, "residual"), ops::need_constant(ctx, 1, "weights"),
+                 ops::need_constant(ctx, 2, "bias"), ops::need_rank4(ctx)})
+    if (!r.empty()) return r;
+  if (ctx.out(0).dtype != DType::f32) return std::string("output dtype ") + dtype_name(ctx.out(0).dtype) + ", needs f32";
+  const Conv2dParams p = conv2d_params(ctx.graph, ctx.node);
+  if (p.KH != 3 || p.KW != 3) return "kernel " + std::to_string(p.KH) + "x" + std::to_string(p.KW) + ", needs 3x3";
+  if (p.SH != 1 || p.SW != 1) return "stride " + std::to_string(p.SH) + "x" + std::to_string(p.SW) + ", needs 1";
+  if (p.DH != 1 || p.DW != 1) return "dilation " + std::to_string(p.DH) + "x" + std::to_string(p.DW) + ", needs 1";
+  if (p.group != 1) return "group " + std::to_string(p.group) + ", needs 1";
+  const int64_t tiles = ceil_div(p.OH, 2) * ceil_div(p.OW, 2);
+  if (tiles < kMinTiles)
+    return std::to_string(tiles) + " output tiles of 2x2, needs " + std::to_string(kMinTiles) +
+           " to reuse the 16/9 larger transformed weights";
+  if (p.C < kMinChannels) return std::to_string(p.C) + " input channels, needs " + std::to_string(kMinChannels);
+  return "";
+}
+
+std::unique_ptr<Kernel> create_conv2d_f32_winograd(const NodeContext& ctx, const F32WinogradKernels& ks) {
+  const Tensor* b = ctx.constant(2);
+  return std::make_unique<Conv2dWinogradF32>(conv2d_params(ctx.graph, ctx.node), ctx.constant(1)->data<float>(),
+                                             b ? b->data<float>() : nullptr, ks, ctx.threads);
+}
+
+#if defined(__x86_64__)
+std::unique_ptr<Kernel> create_conv2d_f32_winograd_avx2(const NodeContext& ctx) {
+  static const F32WinogradKernels ks{&f32_gemm_kernels_avx2(), f32_winograd_split__avx2,
+                                     f32_winograd_input_2x2_3x3__avx2,
+                                     f32_winograd_output_2x2_3x3__avx2};
+  return create_conv2d_f32_winograd(ctx, ks);
+}
+std::unique_ptr<Kernel> create_conv2d_f32_winograd_avx512(const NodeContext& ctx) {
+  static const F32WinogradKernels ks{&f32_gemm_kernels_avx512(), f32_winograd_split__avx512,
+                                     f32_winograd_input_2x2_3x3__avx512,
+                                     f32_winograd_output_2x2_3x3__avx512};
+  return create_conv2d_f32_winograd(ctx, ks);
+}
+#endif
+
+#if defined(__aarch64__)
+std::unique_ptr<Kernel> create_conv2d_f32_winograd_neon(const NodeContext& ctx) {
+  static const F32WinogradKernels ks{&f32_gemm_kernels_neon(), f32_winograd_split__neon,
+                                     f32_winograd_input_2x2_3x3__neon,
+                                     f32_winograd_output_2x2_3x3__neon};
+  return create_conv2d_f32_winograd(ctx, ks);
+}
+#endif
+
+}  // namespace lowbit
