@@ -27,6 +27,7 @@ constexpr int64_t kXi = 16;            // 4 x 4 transformed elements per tile
 constexpr int64_t kMinTiles = 32;      // fewer tiles: U (16/9 of the weights) is reused too little
 constexpr int64_t kMinChannels = 8;    // fewer input channels: the transforms outweigh the GEMMs
 constexpr int64_t kUInL2Bytes = 256 << 10;  // U this small stays in L2 across a task's tile panels
+constexpr int64_t kGroup = 4;               // channel panels sharing each B panel from L1 (scratch: 4 x 16 tiles)
 
 class Conv2dWinogradF32 final : public Kernel {
  public:
@@ -84,7 +85,7 @@ class Conv2dWinogradF32 final : public Kernel {
     // split rows; the GEMM phase reuses it for the 16 result tiles.
     half_ = ceil_div(TW_ + 1 + 32, 16) * 16;
     plane_floats_ = ceil_div(PH_ * PW_ + 2 * half_ + 16, 16) * 16;
-    scratch_floats_ = std::max(kXi * mr_max * nr, plane_floats_ + 2 * PH_ * half_) + 16;
+    scratch_floats_ = std::max(kGroup * kXi * mr_max * nr, plane_floats_ + 2 * PH_ * half_) + 16;
     fetch_workspace(std::max(threads, 1));
   }
 
@@ -153,42 +154,48 @@ class Conv2dWinogradF32 final : public Kernel {
   }
 
   void run_task(int64_t mp0, int64_t mp1, int64_t pi0, int64_t pi1, const float* res, float* y, float* scratch) const {
-    // Keep the larger operand streaming once: with a small U, walk tile panels outside (each
-    // panel's V stays in L2 across the channel panels); else channel panels outside (each U block
-    // stays in L2 across the tile panels).
+    // With a small U, walk tile panels outside: each panel's V stays in L2 across the channel
+    // panels. Else channel panels outside, kGroup at a time: V streams once per group (not once per
+    // channel panel) while the group's U block stays in L2 across the tile panels.
     if (u_bytes_ <= kUInL2Bytes) {
       for (int64_t pi = pi0; pi < pi1; ++pi)
-        for (int64_t mp = mp0; mp < mp1; ++mp) tile(mp, pi, res, y, scratch);
+        for (int64_t mp = mp0; mp < mp1; mp += kGroup) tile(mp, std::min(mp1, mp + kGroup), pi, res, y, scratch);
     } else {
-      for (int64_t mp = mp0; mp < mp1; ++mp)
-        for (int64_t pi = pi0; pi < pi1; ++pi) tile(mp, pi, res, y, scratch);
+      for (int64_t mp = mp0; mp < mp1; mp += kGroup)
+        for (int64_t pi = pi0; pi < pi1; ++pi) tile(mp, std::min(mp1, mp + kGroup), pi, res, y, scratch);
     }
   }
 
-  // Channel panel mp x tile panel pi: 16 GEMMs into s[xi][r][j], then the output transform.
-  void tile(int64_t mp, int64_t pi, const float* res, float* y, float* s) const {
+  // Channel panels [mpa, mpb) x tile panel pi: per xi and K block, the GEMM of each channel panel
+  // against the same B panel (in L1), into s[mp - mpa][xi][r][j]; then the output transforms.
+  void tile(int64_t mpa, int64_t mpb, int64_t pi, const float* res, float* y, float* s) const {
     const Panel& pan = panels_[static_cast<size_t>(pi)];
-    const int64_t m0 = panel_m0(mp), mr = panel_m0(mp + 1) - m0, w = pan.width;
-    const F32GemmUkernel uk = (w == gk_.nr ? gk_.main : gk_.tail)[mr];
-    const float* u = u_.data() + m0 * kXi * p_.C;
-    for (int64_t xi = 0; xi < kXi; ++xi) {
-      float* c = s + xi * mr * w;
+    const int64_t w = pan.width, slot = kXi * gk_.mr * w;
+    const F32GemmUkernel* uks = w == gk_.nr ? gk_.main : gk_.tail;
+    for (int64_t xi = 0; xi < kXi; ++xi)
       for (int64_t kb = 0; kb < nkb_; ++kb) {
         const int64_t k0 = kb * kc_, kc = std::min(kc_, p_.C - k0);
-        F32GemmEpilogue e;
-        e.init = kb == 0 ? nullptr : c;
-        e.ld_init = static_cast<size_t>(w);
-        uk(static_cast<size_t>(pan.nvalid), static_cast<size_t>(kc), u + (xi * p_.C + k0) * mr, v_at(pan, xi, k0, 0), c,
-           static_cast<size_t>(w), e);
+        const float* b = v_at(pan, xi, k0, 0);
+        for (int64_t mp = mpa; mp < mpb; ++mp) {
+          const int64_t m0 = panel_m0(mp), mr = panel_m0(mp + 1) - m0;
+          float* c = s + (mp - mpa) * slot + xi * mr * w;
+          F32GemmEpilogue e;
+          e.init = kb == 0 ? nullptr : c;
+          e.ld_init = static_cast<size_t>(w);
+          uks[mr](static_cast<size_t>(pan.nvalid), static_cast<size_t>(kc),
+                  u_.data() + m0 * kXi * p_.C + (xi * p_.C + k0) * mr, b, c, static_cast<size_t>(w), e);
+        }
       }
-    }
     const int64_t OHW = p_.OH * p_.OW;
-    for (int64_t r = 0; r < mr; ++r) {
-      const int64_t m = m0 + r;
-      ks_.output(s + r * w, static_cast<size_t>(mr * w), static_cast<size_t>(w), segs_.data() + pan.seg_begin,
-                 static_cast<size_t>(pan.seg_end - pan.seg_begin), bias_[static_cast<size_t>(m)],
-                 res ? res + m * OHW : nullptr, y + m * OHW, static_cast<size_t>(p_.OH), static_cast<size_t>(p_.OW),
-                 p_.act_min, p_.act_max);
+    for (int64_t mp = mpa; mp < mpb; ++mp) {
+      const int64_t m0 = panel_m0(mp), mr = panel_m0(mp + 1) - m0;
+      for (int64_t r = 0; r < mr; ++r) {
+        const int64_t m = m0 + r;
+        ks_.output(s + (mp - mpa) * slot + r * w, static_cast<size_t>(mr * w), static_cast<size_t>(w),
+                   segs_.data() + pan.seg_begin, static_cast<size_t>(pan.seg_end - pan.seg_begin),
+                   bias_[static_cast<size_t>(m)], res ? res + m * OHW : nullptr, y + m * OHW,
+                   static_cast<size_t>(p_.OH), static_cast<size_t>(p_.OW), p_.act_min, p_.act_max);
+      }
     }
   }
 

@@ -8,7 +8,10 @@
 
 #include "lowbit/kernels/f32-winograd/f32_winograd.h"
 
+// Internal linkage: every ISA file compiles its own copy with its own flags, which the linker must
+// never merge (an inline function of external linkage would be one copy for all ISAs).
 namespace lowbit::winograd_inl {
+namespace {
 
 // Splits every row of a channel's padded plane into its even and odd columns:
 // eo[(2R) * half + x] = plane[R * pw + 2x], eo[(2R + 1) * half + x] = plane[R * pw + 2x + 1], x < half
@@ -133,4 +136,5 @@ inline void output_2x2_3x3(const float* s, size_t ld, size_t nr, const F32Winogr
   }
 }
 
+}  // namespace
 }  // namespace lowbit::winograd_inl
