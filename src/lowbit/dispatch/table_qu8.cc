@@ -46,6 +46,11 @@ std::vector<KernelCandidate> qu8_candidates() {
                {"qu8_gemm_tile16__avx512vnni", "qu8_gemm_tile8__avx512vnni", "qu8_gemm_narrow__avx512vnni"}});
   t.push_back({"QConv", "qu8-conv2d-igemm-6x16-avxvnni", x86, {F::avx2, F::fma, F::avxvnni}, check_qconv2d_u8_igemm,
                LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avxvnni), {"qu8_gemm_tile__avxvnni"}});
+  // Exact integer Winograd ahead of the AVX2 igemm (below the VNNI kernels: on vpdpbusd, int16
+  // operands would halve the multiply rate and eat the 2.25x).
+  t.push_back({"QConv", "qu8-conv2d-winograd-2x2-3x3-avx2", x86, {F::avx2, F::fma}, check_qconv2d_u8_winograd,
+               LOWBIT_X86_ONLY(create_qconv2d_u8_winograd_avx2),
+               {"qu8_gemm_tile__avx2", "qu8_winograd_input_2x2_3x3__avx2", "qu8_winograd_output_2x2_3x3__avx2"}});
   t.push_back({"QConv", "qu8-conv2d-igemm-6x16-avx2", x86, {F::avx2, F::fma}, check_qconv2d_u8_igemm,
                LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avx2), {"qu8_gemm_tile__avx2"}, qu8_igemm_avx2_vs_fp32});
   t.push_back({"QGemm", "qu8-fc-gemv-avx2", x86, {F::avx2, F::fma}, check_qgemm_u8_gemv,

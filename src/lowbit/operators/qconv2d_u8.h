@@ -27,6 +27,11 @@ std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avxvnni(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_qconv2d_u8_igemm_neon(const NodeContext& ctx);     // aarch64 builds only
 std::unique_ptr<Kernel> create_qconv2d_u8_igemm_neondot(const NodeContext& ctx);  // aarch64 builds only
 
+// 3x3 stride-1 QConv by exact integer Winograd F(2x2, 3x3) on the AVX2 int16 micro-kernels
+// (kernels/qu8-winograd/README.md): 2.25x fewer multiply-adds, the same bytes.
+std::string check_qconv2d_u8_winograd(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qconv2d_u8_winograd_avx2(const NodeContext& ctx);
+
 // Depthwise QConv (group == C == M), any kernel up to 62 taps, stride, dilation and padding.
 std::string check_qconv2d_u8_dwconv(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_qconv2d_u8_dwconv_avx2(const NodeContext& ctx);

@@ -1,0 +1,243 @@
+// Exact integer Winograd F(2x2, 3x3) driver for the int8 3x3 stride-1 QConv on the AVX2 int16
+// micro-kernels (kernels/qu8-winograd/README.md). The same structure as the fp32 Winograd driver
+// (operators/conv2d_winograd_f32.cc): per inference the input transform (per channel pair, in
+// parallel) fills V in the micro-kernels' widened B layout; then per (channel panel group, tile
+// panel) 16 GEMMs leave raw int32 sums in thread scratch (the kernels' partial-sum mode), and the
+// output transform divides by 4 and requantizes with the kernels' own epilogue. All integer: the
+// bytes equal the reference's for any thread count.
+#include <algorithm>
+#include <cstring>
+
+#include "lowbit/ir/op_params.h"
+#include "lowbit/kernels/qu8-winograd/qu8_winograd.h"
+#include "lowbit/operators/operator_util.h"
+#include "lowbit/operators/qconv2d_u8.h"
+#include "lowbit/operators/requant.h"
+
+namespace lowbit {
+namespace {
+
+using ops::ceil_div;
+
+constexpr int64_t kXi = 16;
+constexpr int64_t kMinTiles = 32;
+constexpr int64_t kMinChannels = 8;
+// 4 * acc must fit int32 for the wrap-around sums to be exact: 4 * C * 9 * 255 * 128 < 2^31.
+constexpr int64_t kMaxChannels = 1820;
+constexpr int64_t kGroup = 4;
+constexpr int64_t kUInL2Bytes = 256 << 10;
+
+#if defined(__x86_64__)
+class QConvWinogradU8 final : public Kernel {
+ public:
+  QConvWinogradU8(const NodeContext& ctx, const Conv2dParams& p) : p_(p), ks_(qu8_gemm_kernels_avx2()), rq_(ctx, p.M, 3) {
+    const int8_t* w = ctx.constant(1)->data<int8_t>();
+    zp_x_ = static_cast<uint8_t>(ctx.in(0).quant->zero_point[0]);
+    TH_ = ceil_div(p.OH, 2);
+    TW_ = ceil_div(p.OW, 2);
+    T_ = TH_ * TW_;
+    PH_ = 2 * TH_ + 2;
+    PW_ = 2 * TW_ + 2;
+    ngroups_ = ceil_div(p.C, 2);
+    mpanels_ = ceil_div(p.M, ks_.mr);
+    nkb_ = ceil_div(2 * ngroups_, static_cast<int64_t>(ks_.kc_max));
+    kgb_ = ceil_div(ngroups_, nkb_);
+    for (int64_t t0 = 0; t0 < T_; t0 += ks_.nr) {
+      Panel pan;
+      pan.t0 = t0;
+      pan.nvalid = std::min<int64_t>(ks_.nr, T_ - t0);
+      pan.width = pan.nvalid <= ks_.nr_tail ? ks_.nr_tail : ks_.nr;
+      pan.base = tpad_;
+      tpad_ += pan.width;
+      pan.seg_begin = static_cast<int32_t>(segs_.size());
+      for (int64_t t = t0; t < t0 + pan.nvalid;) {
+        const int64_t ty = t / TW_, tx = t % TW_, n = std::min(TW_ - tx, t0 + pan.nvalid - t);
+        segs_.push_back({static_cast<int32_t>(2 * ty), static_cast<int32_t>(2 * tx), static_cast<int32_t>(t - t0),
+                         static_cast<int32_t>(n)});
+        t += n;
+      }
+      pan.seg_end = static_cast<int32_t>(segs_.size());
+      panels_.push_back(pan);
+    }
+    // U': per channel panel, per xi, per k pair g: mr words (U'[2g] low, U'[2g + 1] high).
+    packed_ = Tensor(DType::i32, {kXi * p.M * ngroups_});
+    uint32_t* pw = packed_.data<uint32_t>();
+    int16_t u[16];
+    for (int64_t m = 0; m < p.M; ++m) {
+      int64_t mp = m * mpanels_ / p.M;
+      while (panel_m0(mp + 1) <= m) ++mp;
+      while (panel_m0(mp) > m) --mp;
+      const int64_t m0 = panel_m0(mp), mr = panel_m0(mp + 1) - m0;
+      for (int64_t c = 0; c < p.C; ++c) {
+        qu8_winograd_weights_2x2_3x3(w + (m * p.C + c) * 9, u);
+        for (int64_t xi = 0; xi < kXi; ++xi)
+          pw[m0 * kXi * ngroups_ + (xi * ngroups_ + c / 2) * mr + (m - m0)] |=
+              static_cast<uint32_t>(static_cast<uint16_t>(u[xi])) << (16 * (c % 2));
+      }
+    }
+    u_bytes_ = packed_.nbytes();
+    half_ = ceil_div(TW_ + 1 + 16, 16) * 16;
+    plane_bytes_ = ceil_div(PH_ * PW_ + 2 * half_ + 64, 64) * 64;
+    const int64_t input_bytes = 2 * plane_bytes_ + 2 * (2 * PH_ * half_ * 2) + 64;
+    const int64_t gemm_bytes = kGroup * kXi * ks_.mr * ks_.nr * 4;
+    scratch_floats_ = ceil_div(std::max(input_bytes, gemm_bytes), 4) + 16;
+    scratch_.reserve(std::max(ctx.threads, 1), scratch_floats_);
+  }
+
+  int64_t packed_weight_bytes() const override {
+    return packed_.nbytes() + static_cast<int64_t>((rq_.scale.size() + rq_.bias.size()) * 4);
+  }
+
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+    const int threads = pool.size();
+    scratch_.reserve(threads, scratch_floats_);
+    v_ = reinterpret_cast<int16_t*>(ops::workspace(0, ceil_div(kXi * 2 * ngroups_ * tpad_, 2) + 16));
+    const uint8_t* x = in[0].as<uint8_t>();
+    const uint8_t* res = in.size() > 3 && in[3].data ? in[3].as<uint8_t>() : nullptr;
+    uint8_t* y = out[0].as<uint8_t>();
+    const int64_t npanels = static_cast<int64_t>(panels_.size());
+    const int64_t want = threads == 1 ? 1 : 4 * threads;
+    const int64_t msplit = std::min(mpanels_, want), psplit = std::min(npanels, ceil_div(want, msplit));
+    const int64_t OHW = p_.OH * p_.OW;
+    for (int64_t n = 0; n < p_.N; ++n) {
+      const uint8_t* xn = x + n * p_.C * p_.H * p_.W;
+      pool.parallel_for(ngroups_, [&](int64_t g, int thread) {
+        transform_pair(g, xn, reinterpret_cast<uint8_t*>(scratch_.get(thread)));
+      });
+      const uint8_t* rn = res ? res + n * p_.M * OHW : nullptr;
+      uint8_t* yn = y + n * p_.M * OHW;
+      pool.parallel_for(msplit * psplit, [&](int64_t t, int thread) {
+        const int64_t ms = t / psplit, ps = t % psplit;
+        run_task(mpanels_ * ms / msplit, mpanels_ * (ms + 1) / msplit, npanels * ps / psplit,
+                 npanels * (ps + 1) / psplit, rn, yn, reinterpret_cast<int32_t*>(scratch_.get(thread)));
+      });
+    }
+  }
+
+ private:
+  struct Panel {
+    int64_t t0, nvalid, width, base;
+    int32_t seg_begin, seg_end;
+  };
+
+  int64_t panel_m0(int64_t mp) const { return p_.M * mp / mpanels_; }
+
+  // B layout of xi, panel pan, k pair g: the micro-kernels' widened panel (g rows of width x 2).
+  int16_t* v_at(const Panel& pan, int64_t xi, int64_t g) const {
+    return v_ + xi * 2 * ngroups_ * tpad_ + pan.base * 2 * ngroups_ + g * 2 * pan.width;
+  }
+
+  void transform_pair(int64_t g, const uint8_t* x, uint8_t* scratch) const {
+    const int16_t* eo[2] = {nullptr, nullptr};
+    int16_t* split = reinterpret_cast<int16_t*>(scratch + 2 * plane_bytes_);
+    for (int i = 0; i < 2 && 2 * g + i < p_.C; ++i) {
+      uint8_t* plane = scratch + i * plane_bytes_;
+      const uint8_t* xc = x + (2 * g + i) * p_.H * p_.W;
+      std::memset(plane, zp_x_, static_cast<size_t>(plane_bytes_));
+      for (int64_t h = 0; h < p_.H; ++h)
+        std::memcpy(plane + (h + p_.pad_top) * PW_ + p_.pad_left, xc + h * p_.W, static_cast<size_t>(p_.W));
+      int16_t* e = split + i * 2 * PH_ * half_;
+      qu8_winograd_split__avx2(plane, static_cast<size_t>(PW_), static_cast<size_t>(PH_), static_cast<size_t>(half_),
+                               zp_x_, e);
+      eo[i] = e;
+    }
+    const int64_t ld = 2 * ngroups_ * tpad_;
+    for (const Panel& pan : panels_)
+      qu8_winograd_input_2x2_3x3__avx2(eo[0], eo[1], static_cast<size_t>(half_), segs_.data() + pan.seg_begin,
+                                       static_cast<size_t>(pan.seg_end - pan.seg_begin),
+                                       static_cast<size_t>(pan.width), v_at(pan, 0, g), static_cast<size_t>(ld));
+  }
+
+  void run_task(int64_t mp0, int64_t mp1, int64_t pi0, int64_t pi1, const uint8_t* res, uint8_t* y,
+                int32_t* scratch) const {
+    if (u_bytes_ <= kUInL2Bytes) {
+      for (int64_t pi = pi0; pi < pi1; ++pi)
+        for (int64_t mp = mp0; mp < mp1; mp += kGroup) tile(mp, std::min(mp1, mp + kGroup), pi, res, y, scratch);
+    } else {
+      for (int64_t mp = mp0; mp < mp1; mp += kGroup)
+        for (int64_t pi = pi0; pi < pi1; ++pi) tile(mp, std::min(mp1, mp + kGroup), pi, res, y, scratch);
+    }
+  }
+
+  void tile(int64_t mpa, int64_t mpb, int64_t pi, const uint8_t* res, uint8_t* y, int32_t* s) const {
+    const Panel& pan = panels_[static_cast<size_t>(pi)];
+    const int64_t w = pan.width, slot = kXi * ks_.mr * w;
+    const Qu8GemmUkernel* uks = w == ks_.nr ? ks_.main : ks_.tail;
+    const uint32_t* packed = packed_.data<uint32_t>();
+    Qu8GemmEpilogue e;
+    e.last = false;  // raw int32 sums into e.partial
+    for (int64_t xi = 0; xi < kXi; ++xi)
+      for (int64_t kb = 0; kb < nkb_; ++kb) {
+        const int64_t g0 = kb * kgb_, nkg = std::min(kgb_, ngroups_ - g0);
+        const int16_t* b = v_at(pan, xi, g0);
+        e.first = kb == 0;
+        for (int64_t mp = mpa; mp < mpb; ++mp) {
+          const int64_t m0 = panel_m0(mp), mr = panel_m0(mp + 1) - m0;
+          e.partial = s + (mp - mpa) * slot + xi * mr * w;
+          uks[mr](static_cast<size_t>(pan.nvalid), static_cast<size_t>(nkg),
+                  packed + m0 * kXi * ngroups_ + (xi * ngroups_ + g0) * mr, b, nullptr, 0, e);
+        }
+      }
+    const int64_t OHW = p_.OH * p_.OW;
+    Qu8GemmEpilogue q;
+    q.qmin = rq_.qmin;
+    q.qmax = rq_.qmax;
+    q.zp_y = rq_.zp_y;
+    q.res_scale = rq_.res_scale;
+    q.res_zp = rq_.res_zp;
+    for (int64_t mp = mpa; mp < mpb; ++mp) {
+      const int64_t m0 = panel_m0(mp), mr = panel_m0(mp + 1) - m0;
+      for (int64_t r = 0; r < mr; ++r) {
+        const int64_t m = m0 + r;
+        q.scale = rq_.scale.data() + m;
+        q.bias = rq_.bias.data() + m;
+        q.res = res ? res + m * OHW : nullptr;
+        qu8_winograd_output_2x2_3x3__avx2(s + (mp - mpa) * slot + r * w, static_cast<size_t>(mr * w),
+                                          static_cast<size_t>(w), segs_.data() + pan.seg_begin,
+                                          static_cast<size_t>(pan.seg_end - pan.seg_begin), q, y + m * OHW,
+                                          static_cast<size_t>(p_.OH), static_cast<size_t>(p_.OW));
+      }
+    }
+  }
+
+  Conv2dParams p_;
+  const Qu8GemmKernels& ks_;
+  ops::Requant rq_;
+  uint8_t zp_x_ = 0;
+  int64_t TH_ = 0, TW_ = 0, T_ = 0, PH_ = 0, PW_ = 0, tpad_ = 0, ngroups_ = 0, mpanels_ = 0, nkb_ = 0, kgb_ = 0;
+  int64_t u_bytes_ = 0, half_ = 0, plane_bytes_ = 0, scratch_floats_ = 0;
+  std::vector<Panel> panels_;
+  std::vector<F32WinogradSegment> segs_;
+  Tensor packed_;
+  int16_t* v_ = nullptr;
+  ops::ThreadScratch scratch_;
+};
+#endif  // __x86_64__
+
+}  // namespace
+
+std::string check_qconv2d_u8_winograd(const NodeContext& ctx) {
+  if (std::string r = check_qconv2d_u8_igemm(ctx); !r.empty()) return r;
+  const Conv2dParams p = conv2d_params(ctx.graph, ctx.node);
+  if (p.KH != 3 || p.KW != 3) return "kernel " + std::to_string(p.KH) + "x" + std::to_string(p.KW) + ", needs 3x3";
+  if (p.SH != 1 || p.SW != 1) return "stride " + std::to_string(p.SH) + "x" + std::to_string(p.SW) + ", needs 1";
+  if (p.DH != 1 || p.DW != 1) return "dilation " + std::to_string(p.DH) + "x" + std::to_string(p.DW) + ", needs 1";
+  if (p.group != 1) return "group " + std::to_string(p.group) + ", needs 1";
+  const int64_t tiles = ceil_div(p.OH, 2) * ceil_div(p.OW, 2);
+  if (tiles < kMinTiles)
+    return std::to_string(tiles) + " output tiles of 2x2, needs " + std::to_string(kMinTiles) +
+           " to reuse the 16/9 larger transformed weights";
+  if (p.C < kMinChannels) return std::to_string(p.C) + " input channels, needs " + std::to_string(kMinChannels);
+  if (p.C > kMaxChannels)
+    return std::to_string(p.C) + " input channels, at most " + std::to_string(kMaxChannels) +
+           " keep 4x the int32 accumulator exact";
+  return "";
+}
+
+#if defined(__x86_64__)
+std::unique_ptr<Kernel> create_qconv2d_u8_winograd_avx2(const NodeContext& ctx) {
+  return std::make_unique<QConvWinogradU8>(ctx, conv2d_params(ctx.graph, ctx.node));
+}
+#endif
+
+}  // namespace lowbit
