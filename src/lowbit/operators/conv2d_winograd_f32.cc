@@ -117,6 +117,18 @@ class Conv2dWinogradF32 final : public Kernel {
   }
 
  private:
+  // Start of channel panel mp's U (panels are contiguous in order; mp == mpanels_ is the end).
+  const char* u_of(int64_t mp) const { return reinterpret_cast<const char*>(u_.data() + panel_m0(mp) * kXi * p_.C); }
+
+  // Pulls slice `step` of `steps` of channel panel mp's U into L2.
+  void prefetch_u(int64_t mp, int64_t step, int64_t steps) const {
+    if (mp >= mpanels_) return;
+    const char* base = u_of(mp);
+    const int64_t bytes = u_of(mp + 1) - base;
+    for (int64_t o = bytes * step / steps / 64 * 64, e = bytes * (step + 1) / steps; o < e; o += 64)
+      __builtin_prefetch(base + o, 0, 2);
+  }
+
   struct Panel {
     int64_t t0, nvalid, width, base;
     int32_t seg_begin, seg_end;
@@ -159,33 +171,38 @@ class Conv2dWinogradF32 final : public Kernel {
     // channel panel) while the group's U block stays in L2 across the tile panels.
     if (u_bytes_ <= kUInL2Bytes) {
       for (int64_t pi = pi0; pi < pi1; ++pi)
-        for (int64_t mp = mp0; mp < mp1; mp += kGroup) tile(mp, std::min(mp1, mp + kGroup), pi, res, y, scratch);
+        for (int64_t mp = mp0; mp < mp1; mp += kGroup) tile(mp, std::min(mp1, mp + kGroup), pi, res, y, scratch, false);
     } else {
+      // Channel-panel groups outside, each group's U in L2 across the tile panels.
       for (int64_t mp = mp0; mp < mp1; mp += kGroup)
-        for (int64_t pi = pi0; pi < pi1; ++pi) tile(mp, std::min(mp1, mp + kGroup), pi, res, y, scratch);
+        for (int64_t pi = pi0; pi < pi1; ++pi) tile(mp, std::min(mp1, mp + kGroup), pi, res, y, scratch, pi == pi0);
     }
   }
 
   // Channel panels [mpa, mpb) x tile panel pi: per xi and K block, the GEMM of each channel panel
   // against the same B panel (in L1), into s[mp - mpa][xi][r][j]; then the output transforms.
-  void tile(int64_t mpa, int64_t mpb, int64_t pi, const float* res, float* y, float* s) const {
+  void tile(int64_t mpa, int64_t mpb, int64_t pi, const float* res, float* y, float* s, bool first_pass) const {
     const Panel& pan = panels_[static_cast<size_t>(pi)];
     const int64_t w = pan.width, slot = kXi * gk_.mr * w;
     const F32GemmUkernel* uks = w == gk_.nr ? gk_.main : gk_.tail;
-    for (int64_t xi = 0; xi < kXi; ++xi)
-      for (int64_t kb = 0; kb < nkb_; ++kb) {
-        const int64_t k0 = kb * kc_, kc = std::min(kc_, p_.C - k0);
-        const float* b = v_at(pan, xi, k0, 0);
-        for (int64_t mp = mpa; mp < mpb; ++mp) {
-          const int64_t m0 = panel_m0(mp), mr = panel_m0(mp + 1) - m0;
-          float* c = s + (mp - mpa) * slot + xi * mr * w;
+    // Per channel panel its 16 xi in a row: U is read as one sequential stream per panel (48-200 KB),
+    // and on the group's first tile panel the next channel panel's U is pulled in meanwhile.
+    for (int64_t mp = mpa; mp < mpb; ++mp) {
+      const int64_t m0 = panel_m0(mp), mr = panel_m0(mp + 1) - m0;
+      for (int64_t xi = 0; xi < kXi; ++xi) {
+        if (first_pass) prefetch_u(mp + 1, xi, kXi);
+        float* c = s + (mp - mpa) * slot + xi * mr * w;
+        for (int64_t kb = 0; kb < nkb_; ++kb) {
+          const int64_t k0 = kb * kc_, kc = std::min(kc_, p_.C - k0);
           F32GemmEpilogue e;
           e.init = kb == 0 ? nullptr : c;
           e.ld_init = static_cast<size_t>(w);
           uks[mr](static_cast<size_t>(pan.nvalid), static_cast<size_t>(kc),
-                  u_.data() + m0 * kXi * p_.C + (xi * p_.C + k0) * mr, b, c, static_cast<size_t>(w), e);
+                  u_.data() + m0 * kXi * p_.C + (xi * p_.C + k0) * mr, v_at(pan, xi, k0, 0), c, static_cast<size_t>(w),
+                  e);
         }
       }
+    }
     const int64_t OHW = p_.OH * p_.OW;
     for (int64_t mp = mpa; mp < mpb; ++mp) {
       const int64_t m0 = panel_m0(mp), mr = panel_m0(mp + 1) - m0;

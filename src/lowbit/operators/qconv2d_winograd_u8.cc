@@ -10,6 +10,7 @@
 
 #include "lowbit/ir/op_params.h"
 #include "lowbit/kernels/qu8-winograd/qu8_winograd.h"
+#include "lowbit/operators/conv2d_f32.h"  // PackedWeights
 #include "lowbit/operators/operator_util.h"
 #include "lowbit/operators/qconv2d_u8.h"
 #include "lowbit/operators/requant.h"
@@ -60,8 +61,9 @@ class QConvWinogradU8 final : public Kernel {
       panels_.push_back(pan);
     }
     // U': per channel panel, per xi, per k pair g: mr words (U'[2g] low, U'[2g + 1] high).
-    packed_ = Tensor(DType::i32, {kXi * p.M * ngroups_});
-    uint32_t* pw = packed_.data<uint32_t>();
+    // On 2 MB pages where granted (PackedWeights): U' is streamed from memory every inference.
+    packed_ = PackedWeights(kXi * p.M * ngroups_);
+    uint32_t* pw = reinterpret_cast<uint32_t*>(packed_.data());
     int16_t u[16];
     for (int64_t m = 0; m < p.M; ++m) {
       int64_t mp = m * mpanels_ / p.M;
@@ -115,6 +117,18 @@ class QConvWinogradU8 final : public Kernel {
   }
 
  private:
+  // Start of channel panel mp's U (panels are contiguous in order; mp == mpanels_ is the end).
+  const char* u_of(int64_t mp) const { return reinterpret_cast<const char*>(reinterpret_cast<const uint32_t*>(packed_.data()) + panel_m0(mp) * kXi * ngroups_); }
+
+  // Pulls slice `step` of `steps` of channel panel mp's U into L2.
+  void prefetch_u(int64_t mp, int64_t step, int64_t steps) const {
+    if (mp >= mpanels_) return;
+    const char* base = u_of(mp);
+    const int64_t bytes = u_of(mp + 1) - base;
+    for (int64_t o = bytes * step / steps / 64 * 64, e = bytes * (step + 1) / steps; o < e; o += 64)
+      __builtin_prefetch(base + o, 0, 2);
+  }
+
   struct Panel {
     int64_t t0, nvalid, width, base;
     int32_t seg_begin, seg_end;
@@ -152,32 +166,36 @@ class QConvWinogradU8 final : public Kernel {
                 int32_t* scratch) const {
     if (u_bytes_ <= kUInL2Bytes) {
       for (int64_t pi = pi0; pi < pi1; ++pi)
-        for (int64_t mp = mp0; mp < mp1; mp += kGroup) tile(mp, std::min(mp1, mp + kGroup), pi, res, y, scratch);
+        for (int64_t mp = mp0; mp < mp1; mp += kGroup) tile(mp, std::min(mp1, mp + kGroup), pi, res, y, scratch, false);
     } else {
+      // Channel-panel groups outside, each group's U in L2 across the tile panels.
       for (int64_t mp = mp0; mp < mp1; mp += kGroup)
-        for (int64_t pi = pi0; pi < pi1; ++pi) tile(mp, std::min(mp1, mp + kGroup), pi, res, y, scratch);
+        for (int64_t pi = pi0; pi < pi1; ++pi) tile(mp, std::min(mp1, mp + kGroup), pi, res, y, scratch, pi == pi0);
     }
   }
 
-  void tile(int64_t mpa, int64_t mpb, int64_t pi, const uint8_t* res, uint8_t* y, int32_t* s) const {
+  void tile(int64_t mpa, int64_t mpb, int64_t pi, const uint8_t* res, uint8_t* y, int32_t* s, bool first_pass) const {
     const Panel& pan = panels_[static_cast<size_t>(pi)];
     const int64_t w = pan.width, slot = kXi * ks_.mr * w;
     const Qu8GemmUkernel* uks = w == ks_.nr ? ks_.main : ks_.tail;
-    const uint32_t* packed = packed_.data<uint32_t>();
+    const uint32_t* packed = reinterpret_cast<const uint32_t*>(packed_.data());
     Qu8GemmEpilogue e;
     e.last = false;  // raw int32 sums into e.partial
-    for (int64_t xi = 0; xi < kXi; ++xi)
-      for (int64_t kb = 0; kb < nkb_; ++kb) {
-        const int64_t g0 = kb * kgb_, nkg = std::min(kgb_, ngroups_ - g0);
-        const int16_t* b = v_at(pan, xi, g0);
-        e.first = kb == 0;
-        for (int64_t mp = mpa; mp < mpb; ++mp) {
-          const int64_t m0 = panel_m0(mp), mr = panel_m0(mp + 1) - m0;
-          e.partial = s + (mp - mpa) * slot + xi * mr * w;
+    // Per channel panel its 16 xi in a row: U' is read as one sequential stream per panel, and on
+    // the group's first tile panel the next channel panel's U' is pulled in meanwhile.
+    for (int64_t mp = mpa; mp < mpb; ++mp) {
+      const int64_t m0 = panel_m0(mp), mr = panel_m0(mp + 1) - m0;
+      for (int64_t xi = 0; xi < kXi; ++xi) {
+        if (first_pass) prefetch_u(mp + 1, xi, kXi);
+        e.partial = s + (mp - mpa) * slot + xi * mr * w;
+        for (int64_t kb = 0; kb < nkb_; ++kb) {
+          const int64_t g0 = kb * kgb_, nkg = std::min(kgb_, ngroups_ - g0);
+          e.first = kb == 0;
           uks[mr](static_cast<size_t>(pan.nvalid), static_cast<size_t>(nkg),
-                  packed + m0 * kXi * ngroups_ + (xi * ngroups_ + g0) * mr, b, nullptr, 0, e);
+                  packed + m0 * kXi * ngroups_ + (xi * ngroups_ + g0) * mr, v_at(pan, xi, g0), nullptr, 0, e);
         }
       }
+    }
     const int64_t OHW = p_.OH * p_.OW;
     Qu8GemmEpilogue q;
     q.qmin = rq_.qmin;
@@ -208,7 +226,7 @@ class QConvWinogradU8 final : public Kernel {
   int64_t u_bytes_ = 0, half_ = 0, plane_bytes_ = 0, scratch_floats_ = 0;
   std::vector<Panel> panels_;
   std::vector<F32WinogradSegment> segs_;
-  Tensor packed_;
+  PackedWeights packed_;
   int16_t* v_ = nullptr;
   ops::ThreadScratch scratch_;
 };
