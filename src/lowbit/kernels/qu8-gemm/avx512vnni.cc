@@ -22,10 +22,79 @@ using ::lowbit::Qu8GemmEpilogue;
 using ::lowbit::Qu8GemmKernels;
 using ::lowbit::Qu8Im2colRun;
 
+#ifndef LOWBIT_USE_SIMDE
+// The 16-pixel im2col packer with AVX-512BW: each run of a panel's row is one fault-suppressing
+// masked load (stride 2: a masked 32-byte load of the even bytes and vpmovwb), so neither the
+// blends of the SSE gather nor its bounds checks are needed; the four rows of a k group are then
+// interleaved in one zmm (vpermd puts pixel quad L of every row in lane L, vpshufb transposes
+// each 4x4 byte block) instead of eight unpacks. Same layout as pack_u8x4: b[(g*16 + j)*4 + i].
+class RowGather16 {
+ public:
+  RowGather16(const Qu8Im2colRun* runs, size_t nruns, size_t stride, uint8_t zp) : stride_(stride), nruns_(nruns) {
+    zp_ = _mm_set1_epi8(static_cast<char>(zp));
+    ok_ = (stride == 1 || stride == 2) && nruns <= 16;
+    if (!ok_) return;
+    for (size_t s = 0; s < nruns; ++s) {
+      const uint32_t dst = static_cast<uint32_t>(runs[s].dst), len = static_cast<uint32_t>(runs[s].len);
+      pix_[s] = static_cast<__mmask16>(((1u << len) - 1) << dst);
+      base_[s] = runs[s].src - static_cast<int64_t>(dst) * static_cast<int64_t>(stride);
+      uint32_t even = 0;
+      for (uint32_t j = dst; j < dst + len; ++j) even |= 1u << (2 * j);
+      even_[s] = even;
+    }
+  }
+  bool ok() const { return ok_; }
+  __m128i row(const uint8_t* x, int64_t koff) const {
+    __m128i v = zp_;
+    const uint8_t* xk = x + koff;
+    if (stride_ == 1) {
+      for (size_t s = 0; s < nruns_; ++s) v = _mm_mask_loadu_epi8(v, pix_[s], xk + base_[s]);
+    } else {
+      for (size_t s = 0; s < nruns_; ++s)
+        v = _mm_mask_mov_epi8(v, pix_[s], _mm256_cvtepi16_epi8(_mm256_maskz_loadu_epi8(even_[s], xk + base_[s])));
+    }
+    return v;
+  }
+
+ private:
+  size_t stride_, nruns_;
+  bool ok_ = false;
+  __m128i zp_;
+  __mmask16 pix_[16];
+  __mmask32 even_[16];
+  int64_t base_[16];
+};
+
+void pack_u8x4_16__avx512(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff, const Qu8Im2colRun* runs,
+                          size_t nruns, size_t stride, uint8_t zp_x, void* b_) {
+  const RowGather16 gather(runs, nruns, stride, zp_x);
+  if (!gather.ok()) {
+    pack_u8x4<16>(kg, x, avail, koff, runs, nruns, stride, 16, zp_x, b_);
+    return;
+  }
+  __m512i* b = static_cast<__m512i*>(b_);
+  const __m512i quads = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512i bytes = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+  for (size_t g = 0; g < kg; ++g) {
+    __m512i z = _mm512_castsi128_si512(gather.row(x, koff[4 * g]));
+    z = _mm512_inserti32x4(z, gather.row(x, koff[4 * g + 1]), 1);
+    z = _mm512_inserti32x4(z, gather.row(x, koff[4 * g + 2]), 2);
+    z = _mm512_inserti32x4(z, gather.row(x, koff[4 * g + 3]), 3);
+    _mm512_store_si512(b++, _mm512_shuffle_epi8(_mm512_permutexvar_epi32(quads, z), bytes));
+  }
+}
+#endif
+
 template <int NR>
 void qu8_pack_u8x4__avx512vnni(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff,
                                const Qu8Im2colRun* runs, size_t nruns, size_t stride, size_t nr, uint8_t zp_x,
                                void* b) {
+#ifndef LOWBIT_USE_SIMDE  // (SIMDe 0.7 lacks the masked loads: that build keeps the SSE gather)
+  if constexpr (NR == 16) {
+    pack_u8x4_16__avx512(kg, x, avail, koff, runs, nruns, stride, zp_x, b);
+    return;
+  }
+#endif
   pack_u8x4<NR>(kg, x, avail, koff, runs, nruns, stride, nr, zp_x, b);
 }
 
