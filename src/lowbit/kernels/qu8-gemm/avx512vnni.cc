@@ -153,28 +153,51 @@ inline __m512 zmaskz_loadu_ps(__mmask16 m, const float* p) { return _mm512_maskz
 // Requantizes one row of 16 accumulators and stores nc bytes: the contract's steps of
 // requant_store_row<16> (qu8_ukernel_inl.h), lane for lane, on one zmm instead of two ymm halves;
 // at K = 64 (ResNet's 1x1 expansions) the epilogue is as much work as the dot products.
-inline void requant_store_row_zmm(__m512i acc, size_t nc, int r, uint8_t* c, const Qu8GemmEpilogue& e) {
-  __m512 t = _mm512_fmadd_ps(zcvtepi32_ps(acc), _mm512_set1_ps(e.scale[r]), _mm512_set1_ps(e.bias[r]));
+// The epilogue's constants, read once per tile into registers: stores through the u8 output may
+// alias anything, so reading them from `e` per row would reload them after every store.
+struct ZmmRequant {
+  const float *scale, *bias;
+  const uint8_t* res;
+  size_t ld_res;
+  __m512 res_scale, qmin, qmax;
+  __m512i res_zp, zp_y;
+  explicit ZmmRequant(const Qu8GemmEpilogue& e)
+      : scale(e.scale), bias(e.bias), res(e.res), ld_res(e.ld_res), res_scale(_mm512_set1_ps(e.res_scale)),
+        qmin(_mm512_set1_ps(e.qmin)), qmax(_mm512_set1_ps(e.qmax)), res_zp(_mm512_set1_epi32(e.res_zp)),
+        zp_y(_mm512_set1_epi32(e.zp_y)) {}
+};
+
+// Requantizes one row of 16 accumulators and stores nc bytes: the contract's steps of
+// requant_store_row<16> (qu8_ukernel_inl.h), lane for lane, on one zmm instead of two ymm halves;
+// at K = 64 (ResNet's 1x1 expansions) the epilogue is as much work as the dot products. Partial
+// rows use masked loads and stores (SIMDe 0.7 has none: that build goes through memory).
+inline void requant_store_row_zmm(__m512i acc, size_t nc, int r, uint8_t* c, const ZmmRequant& q) {
+  __m512 t = _mm512_fmadd_ps(zcvtepi32_ps(acc), _mm512_set1_ps(q.scale[r]), _mm512_set1_ps(q.bias[r]));
+#ifndef LOWBIT_USE_SIMDE
+  const __mmask16 m = nc >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << nc) - 1);
+  if (q.res) {
+    const __m512i rv = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, q.res + r * q.ld_res));
+    t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(rv, q.res_zp)), q.res_scale, t);
+  }
+  t = _mm512_min_ps(_mm512_max_ps(t, q.qmin), q.qmax);
+  // In [0, 255] after adding zp_y, so vpmovdb's truncation to bytes is exact.
+  _mm_mask_storeu_epi8(c, m, _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(t), q.zp_y)));
+#else
   alignas(16) uint8_t tmp[16] = {};
-  if (e.res) {
-    const uint8_t* rp = e.res + r * e.ld_res;
+  if (q.res) {
+    const uint8_t* rp = q.res + r * q.ld_res;
     if (nc < 16) {
       std::memcpy(tmp, rp, nc);
       rp = tmp;
     }
     const __m512i rv = zcvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rp)));
-    t = _mm512_fmadd_ps(zcvtepi32_ps(_mm512_sub_epi32(rv, _mm512_set1_epi32(e.res_zp))),
-                        _mm512_set1_ps(e.res_scale), t);
+    t = _mm512_fmadd_ps(zcvtepi32_ps(_mm512_sub_epi32(rv, q.res_zp)), q.res_scale, t);
   }
-  t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(e.qmin)), _mm512_set1_ps(e.qmax));
-  // In [0, 255] after adding zp_y, so vpmovdb's truncation to bytes is exact.
-  const __m128i bytes = zcvtepi32_epi8(_mm512_add_epi32(zcvtps_epi32(t), _mm512_set1_epi32(e.zp_y)));
-  if (nc == 16) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(c), bytes);
-  } else {
-    _mm_store_si128(reinterpret_cast<__m128i*>(tmp), bytes);
-    std::memcpy(c, tmp, nc);
-  }
+  t = _mm512_min_ps(_mm512_max_ps(t, q.qmin), q.qmax);
+  const __m128i bytes = zcvtepi32_epi8(_mm512_add_epi32(zcvtps_epi32(t), q.zp_y));
+  _mm_store_si128(reinterpret_cast<__m128i*>(tmp), bytes);
+  std::memcpy(c, tmp, nc);
+#endif
 }
 
 template <int MR>
@@ -199,8 +222,9 @@ void qu8_gemm_tile16__avx512vnni(size_t nc, size_t kg, const void* a_, const voi
     for (int r = 0; r < MR; ++r) _mm512_storeu_si512(e.partial + r * 16, acc[r]);
     return;
   }
+  const ZmmRequant q(e);
   #pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r) requant_store_row_zmm(acc[r], nc, r, c + r * ldc, e);
+  for (int r = 0; r < MR; ++r) requant_store_row_zmm(acc[r], nc, r, c + r * ldc, q);
 }
 
 template <int MR>
