@@ -41,7 +41,7 @@ void qu8_dwconv2d_chw__avx2(const int16_t* x, const Qu8DwGeometry& g, const int3
     const size_t kh = tt / g.KW, kw = tt % g.KW;
     off[t] = kh * g.DH * ld_row + ((kw * g.DW) % g.SW) * g.ld_phase + (kw * g.DW) / g.SW;
   }
-  Qu8GemmEpilogue ep = e;
+  LOWBIT_KERNEL_NS::YmmRequant ep(e);
   for (size_t oh = 0; oh < g.OH; ++oh) {
     const int16_t* xr = x + oh * g.SH * ld_row;
     for (size_t j0 = 0; j0 < g.OW; j0 += 16) {

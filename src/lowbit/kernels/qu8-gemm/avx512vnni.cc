@@ -150,9 +150,6 @@ inline __m512i zmaskz_loadu_epi32(__mmask16 m, const int32_t* p) { return _mm512
 inline __m512 zmaskz_loadu_ps(__mmask16 m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
 #endif
 
-// Requantizes one row of 16 accumulators and stores nc bytes: the contract's steps of
-// requant_store_row<16> (qu8_ukernel_inl.h), lane for lane, on one zmm instead of two ymm halves;
-// at K = 64 (ResNet's 1x1 expansions) the epilogue is as much work as the dot products.
 // The epilogue's constants, read once per tile into registers: stores through the u8 output may
 // alias anything, so reading them from `e` per row would reload them after every store.
 struct ZmmRequant {
@@ -249,8 +246,9 @@ void qu8_gemm_tile8__avx512vnni(size_t nc, size_t kg, const void* a_, const void
     for (int r = 0; r < MR; ++r) _mm256_storeu_si256(reinterpret_cast<__m256i*>(e.partial + r * 8), acc[r][0]);
     return;
   }
+  const YmmRequant q(e);
   #pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r) requant_store_row<8>(acc[r], nc, r, c + r * ldc, e);
+  for (int r = 0; r < MR; ++r) requant_store_row<8>(acc[r], nc, r, c + r * ldc, q);
 }
 
 // Channels in lanes (Qu8GemmKernels::narrow) for a panel of NP <= 4 pixels packed 8 wide:

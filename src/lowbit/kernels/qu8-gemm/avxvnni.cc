@@ -60,8 +60,9 @@ void qu8_gemm_tile__avxvnni(size_t nc, size_t kg, const void* a_, const void* b_
       for (int v = 0; v < NV; ++v) _mm256_storeu_si256(reinterpret_cast<__m256i*>(e.partial + r * NR + v * 8), acc[r][v]);
     return;
   }
+  const YmmRequant q(e);
   #pragma GCC unroll 12
-  for (int r = 0; r < MR; ++r) requant_store_row<NR>(acc[r], nc, r, c + r * ldc, e);
+  for (int r = 0; r < MR; ++r) requant_store_row<NR>(acc[r], nc, r, c + r * ldc, q);
 }
 
 }  // namespace

@@ -129,38 +129,55 @@ template <int NR>
   }
 }
 
+// Partial rows (the last panel of a map) go through memory out of line, so that the hot path of
+// the epilogue holds no call: around a call GCC keeps the tile's accumulators on the stack.
+[[gnu::noinline]] inline void copy_bytes(uint8_t* dst, const uint8_t* src, size_t n) { std::memcpy(dst, src, n); }
+
 // 16 (NR=16) or 8 (NR=8) u8 values into NR/8 int32 vectors.
 template <int NR>
 inline void load_u8_rows(const uint8_t* p, size_t n, __m256i (&v)[NR / 8]) {
   alignas(16) uint8_t tmp[16];
   if (n < NR) {
-    std::memcpy(tmp, p, n);
+    copy_bytes(tmp, p, n);
     p = tmp;
   }
   v[0] = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
   if constexpr (NR == 16) v[1] = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8)));
 }
 
-// Requantizes NR int32 accumulators of one row and stores nc bytes (README.md, exact contract).
+// The epilogue's constants, read once per tile into registers: stores through the u8 output may
+// alias anything, so reading them from the Qu8GemmEpilogue per row would reload them after every
+// store. `res` is the only field a caller moves between calls.
+struct YmmRequant {
+  const float *scale, *bias;
+  const uint8_t* res;
+  size_t ld_res;
+  __m256 res_scale, qmin, qmax;
+  __m256i res_zp, zp_y;
+  explicit YmmRequant(const ::lowbit::Qu8GemmEpilogue& e)
+      : scale(e.scale), bias(e.bias), res(e.res), ld_res(e.ld_res), res_scale(_mm256_set1_ps(e.res_scale)),
+        qmin(_mm256_set1_ps(e.qmin)), qmax(_mm256_set1_ps(e.qmax)), res_zp(_mm256_set1_epi32(e.res_zp)),
+        zp_y(_mm256_set1_epi32(e.zp_y)) {}
+};
+
+// Requantizes NR int32 accumulators of row r and stores nc bytes (README.md, exact contract).
 template <int NR>
-inline void requant_store_row(const __m256i (&acc)[NR / 8], size_t nc, int r, uint8_t* c, const ::lowbit::Qu8GemmEpilogue& e) {
+inline void requant_store_row(const __m256i (&acc)[NR / 8], size_t nc, int r, uint8_t* c, const YmmRequant& rq) {
   constexpr int NV = NR / 8;
-  const __m256 scale = _mm256_set1_ps(e.scale[r]), bias = _mm256_set1_ps(e.bias[r]);
+  const __m256 scale = _mm256_set1_ps(rq.scale[r]), bias = _mm256_set1_ps(rq.bias[r]);
   __m256 t[NV];
   for (int v = 0; v < NV; ++v) t[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[v]), scale, bias);
-  if (e.res) {
+  if (rq.res) {
     __m256i rv[NV];
-    load_u8_rows<NR>(e.res + r * e.ld_res, nc, rv);
-    const __m256i zp = _mm256_set1_epi32(e.res_zp);
-    const __m256 rs = _mm256_set1_ps(e.res_scale);
-    for (int v = 0; v < NV; ++v) t[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(rv[v], zp)), rs, t[v]);
+    load_u8_rows<NR>(rq.res + r * rq.ld_res, nc, rv);
+    for (int v = 0; v < NV; ++v)
+      t[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(rv[v], rq.res_zp)), rq.res_scale, t[v]);
   }
   // Clamping to integer bounds before rounding equals rounding then clamping, and keeps the
   // conversion in range; the packs below then never saturate.
-  const __m256 lo = _mm256_set1_ps(e.qmin), hi = _mm256_set1_ps(e.qmax);
-  const __m256i zp = _mm256_set1_epi32(e.zp_y);
   __m256i q[NV];
-  for (int v = 0; v < NV; ++v) q[v] = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(t[v], lo), hi)), zp);
+  for (int v = 0; v < NV; ++v)
+    q[v] = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(t[v], rq.qmin), rq.qmax)), rq.zp_y);
   __m128i bytes;
   if constexpr (NR == 16) {
     // packs works per 128-bit lane: [q0 0-3, q1 0-3 | q0 4-7, q1 4-7]; restore pixel order.
@@ -176,8 +193,14 @@ inline void requant_store_row(const __m256i (&acc)[NR / 8], size_t nc, int r, ui
   } else {
     alignas(16) uint8_t tmp[16];
     _mm_store_si128(reinterpret_cast<__m128i*>(tmp), bytes);
-    std::memcpy(c, tmp, nc);
+    copy_bytes(c, tmp, nc);
   }
+}
+
+template <int NR>
+inline void requant_store_row(const __m256i (&acc)[NR / 8], size_t nc, int r, uint8_t* c,
+                              const ::lowbit::Qu8GemmEpilogue& e) {
+  requant_store_row<NR>(acc, nc, r, c, YmmRequant(e));
 }
 
 }  // namespace

@@ -102,7 +102,7 @@ void output_panel(const int32_t* s, size_t ld, const F32WinogradSegment* segs, s
       row[0][2 * c + b] = static_cast<int32_t>(q[b][c] + q[2 + b][c] + q[4 + b][c]) >> 2;
       row[1][2 * c + b] = static_cast<int32_t>(q[2 + b][c] - q[4 + b][c] - q[6 + b][c]) >> 2;
     }
-  Qu8GemmEpilogue ee = e;  // one row at a time: row 0 of the contract, residual at this row's pixels
+  YmmRequant rq(e);  // one row at a time: row 0 of the contract, residual at this row's pixels
   for (size_t si = 0; si < nsegs; ++si) {
     const F32WinogradSegment& g = segs[si];
     const size_t ncols = std::min<size_t>(2 * static_cast<size_t>(g.n), ow_max - static_cast<size_t>(g.ow));
@@ -111,8 +111,8 @@ void output_panel(const int32_t* s, size_t ld, const F32WinogradSegment* segs, s
       const int32_t* acc = row[a] + 2 * static_cast<size_t>(g.j0);
       for (size_t c0 = 0; c0 < ncols; c0 += 8) {
         const __m256i v[1] = {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + c0))};
-        ee.res = e.res ? e.res + o + c0 : nullptr;
-        requant_store_row<8>(v, std::min<size_t>(8, ncols - c0), 0, y + o + c0, ee);
+        rq.res = e.res ? e.res + o + c0 : nullptr;
+        requant_store_row<8>(v, std::min<size_t>(8, ncols - c0), 0, y + o + c0, rq);
       }
     }
   }
