@@ -354,6 +354,28 @@ std::unique_ptr<Kernel> create_qconv2d_u8_igemm(const NodeContext& ctx, const Qu
   return std::make_unique<QConv2dIgemm>(ctx, conv2d_params(ctx.graph, ctx.node), ks);
 }
 
+namespace {
+// Output-pixel lanes an image of `pixels` occupies in panels of nr (last panel: nr_tail wide when
+// it fits, or narrow_max pixels and fewer on the channels-in-lanes kernel, about one lane each).
+int64_t panel_lanes(int64_t pixels, int64_t nr, int64_t nr_tail, int64_t narrow_max) {
+  const int64_t rem = pixels % nr;
+  return pixels - rem + (rem == 0 ? 0 : rem <= narrow_max ? rem : rem <= nr_tail ? nr_tail : nr);
+}
+}  // namespace
+
+std::string check_qconv2d_u8_igemm_8x32(const NodeContext& ctx) {
+  if (std::string r = check_qconv2d_u8_igemm(ctx); !r.empty()) return r;
+  const Conv2dParams p = conv2d_params(ctx.graph, ctx.node);
+  const int64_t pixels = p.OH * p.OW;
+  const double fill32 = double(pixels) / double(panel_lanes(pixels, 32, 16, 4));
+  const double fill16 = double(pixels) / double(panel_lanes(pixels, 16, 8, 4));
+  if (fill32 + 0.03 < fill16)
+    return std::to_string(p.OH) + "x" + std::to_string(p.OW) + " = " + std::to_string(pixels) +
+           " pixels fill 32-wide panels to " + std::to_string(int(fill32 * 100 + 0.5)) + "% (16-wide: " +
+           std::to_string(int(fill16 * 100 + 0.5)) + "%)";
+  return "";
+}
+
 std::string check_qconv2d_u8_dwconv(const NodeContext& ctx) {
   if (std::string r = check_qconv2d_u8_igemm(ctx); !r.empty()) return r;
   const Conv2dParams p = conv2d_params(ctx.graph, ctx.node);
@@ -375,6 +397,10 @@ std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avx2(const NodeContext& ctx) {
 
 std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avx512vnni(const NodeContext& ctx) {
   return create_qconv2d_u8_igemm(ctx, qu8_gemm_kernels_avx512vnni());
+}
+
+std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avx512vnni_8x32(const NodeContext& ctx) {
+  return create_qconv2d_u8_igemm(ctx, qu8_gemm_kernels_avx512vnni_8x32());
 }
 
 std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avxvnni(const NodeContext& ctx) {
