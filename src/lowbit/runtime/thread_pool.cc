@@ -1,13 +1,6 @@
 #include "lowbit/runtime/thread_pool.h"
 
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
-
-#if defined(__linux__)
-#include <pthread.h>
-#include <sched.h>
-#endif
 
 namespace lowbit {
 namespace {
@@ -40,40 +33,12 @@ bool spin_until(Pred done) {
   }
 }
 
-// Worker i's CPU: the i-th CPU of the process's affinity mask, when the pool has exactly one
-// thread per allowed CPU (and LOWBIT_PIN is not 0); else -1 (left to the scheduler). Unpinned,
-// Linux's wake-affine placement often put a worker on the caller's CPU after a wake-up, and both
-// threads then shared one core for whole runs (ResNet-50 on 2 threads: 23 ms instead of 17.5).
-// The caller thread is never pinned: it is the user's.
-int worker_cpu(int index, int threads) {
-#if defined(__linux__)
-  const char* env = std::getenv("LOWBIT_PIN");
-  if (env && std::strcmp(env, "0") == 0) return -1;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0 || CPU_COUNT(&set) != threads) return -1;
-  for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE; ++cpu)
-    if (CPU_ISSET(cpu, &set) && seen++ == index) return cpu;
-#endif
-  return -1;
-}
-
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
   if (threads <= 0) threads = 1;
-  for (int i = 1; i < threads; ++i) {
-    workers_.emplace_back([this, i] { worker_loop(i); });
-#if defined(__linux__)
-    if (const int cpu = worker_cpu(i, threads); cpu >= 0) {
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(cpu, &one);
-      pthread_setaffinity_np(workers_.back().native_handle(), sizeof(one), &one);  // a hint: failure only costs speed
-    }
-#endif
-  }
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {

@@ -2,8 +2,7 @@
 // A small fork-join pool. parallel_for hands out task indices dynamically; the caller thread
 // works too. Kernels parallelise inside an operator; operators run one after another, so workers
 // spin briefly between jobs before sleeping: a ResNet-50 inference forks ~100 times and a
-// condition-variable wake-up per fork costs more than a short spin. A pool with one thread per
-// allowed CPU pins its workers to distinct CPUs (LOWBIT_PIN=0: not), the caller's thread never.
+// condition-variable wake-up per fork costs more than a short spin.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
