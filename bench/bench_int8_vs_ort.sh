@@ -4,9 +4,12 @@
 # exported as QDQ ONNX, which ORT fuses into its own int8 kernels (QLinearConv / QLinearAdd / QGemm):
 # both runtimes run the same quantized network. Per thread count, back to back: ORT int8 on the QDQ
 # file, `lowbit bench` on the .lbm (int8) and on the zoo model (fp32); 10 warm-ups + 100 timed runs
-# each, medians compared. Run it on an idle machine (see uptime).
+# each, medians compared, in ROUNDS alternating rounds (a neighbour on a shared machine can slow one
+# series and not the next): the table gives the median over rounds and the best round. Run it on an
+# idle machine (see uptime).
 # Usage: bench/bench_int8_vs_ort.sh [BUILD_DIR=build/release] [WORK_DIR=BUILD_DIR/bench-int8-vs-ort]
-# Env: RUNS (100), WARMUP (10), THREADS ("1 2"), CALIB_SAMPLES (8), ORT_VERSION (latest on npm when installing).
+# Env: RUNS (100), WARMUP (10), THREADS ("1 2"), ROUNDS (3), CALIB_SAMPLES (8), ORT_VERSION (latest on npm
+# when installing).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -16,6 +19,7 @@ WORK=${2:-$BUILD/bench-int8-vs-ort}
 RUNS=${RUNS:-100}
 WARMUP=${WARMUP:-10}
 THREADS=${THREADS:-"1 2"}
+ROUNDS=${ROUNDS:-3}
 CALIB_SAMPLES=${CALIB_SAMPLES:-8}
 PY=/usr/bin/python3
 LOWBIT=$BUILD/lowbit
@@ -59,31 +63,36 @@ print(f"ORT int8 (QDQ) vs lowbit int8 (.lbm): cosine {a @ b / np.linalg.norm(a) 
 EOF
 
 for t in $THREADS; do
-  echo "== threads=$t: ONNX Runtime int8 (QDQ; intra-op $t, graph optimisation 'all'), $WARMUP warm-ups + $RUNS runs"
-  node "$HERE/ort_bench.mjs" "$QDQ" --threads "$t" --warmup "$WARMUP" --runs "$RUNS" --json "$WORK/ort_int8_t$t.json"
-  echo "== threads=$t: lowbit int8"
-  "$LOWBIT" bench "$LBM" --threads "$t" --warmup "$WARMUP" --runs "$RUNS" --json "$WORK/lowbit_int8_t$t.json" \
-    >"$WORK/lowbit_int8_t$t.txt"
-  grep -E "warm-up" "$WORK/lowbit_int8_t$t.txt"
-  echo "== threads=$t: lowbit fp32"
-  "$LOWBIT" bench resnet50 --threads "$t" --warmup "$WARMUP" --runs "$RUNS" --json "$WORK/lowbit_fp32_t$t.json" \
-    >"$WORK/lowbit_fp32_t$t.txt"
-  grep -E "warm-up" "$WORK/lowbit_fp32_t$t.txt"
+  for r in $(seq 1 "$ROUNDS"); do
+    echo "== threads=$t round $r/$ROUNDS: ONNX Runtime int8 (QDQ; intra-op $t, graph optimisation 'all'), $WARMUP warm-ups + $RUNS runs"
+    node "$HERE/ort_bench.mjs" "$QDQ" --threads "$t" --warmup "$WARMUP" --runs "$RUNS" --json "$WORK/ort_int8_t${t}_r$r.json"
+    echo "== threads=$t round $r/$ROUNDS: lowbit int8"
+    "$LOWBIT" bench "$LBM" --threads "$t" --warmup "$WARMUP" --runs "$RUNS" --json "$WORK/lowbit_int8_t${t}_r$r.json" |
+      grep -E "warm-up"
+    echo "== threads=$t round $r/$ROUNDS: lowbit fp32"
+    "$LOWBIT" bench resnet50 --threads "$t" --warmup "$WARMUP" --runs "$RUNS" --json "$WORK/lowbit_fp32_t${t}_r$r.json" |
+      grep -E "warm-up"
+  done
 done
 
-"$PY" - "$WORK" $THREADS <<'PYEOF'
-import json, sys
-work, threads = sys.argv[1], [int(t) for t in sys.argv[2:]]
-load = lambda t, k: json.load(open(f"{work}/{k}_t{t}.json"))
+"$PY" - "$WORK" "$ROUNDS" $THREADS <<'PYEOF'
+import json, statistics, sys
+work, rounds, threads = sys.argv[1], int(sys.argv[2]), [int(t) for t in sys.argv[3:]]
+med = lambda t, k: [json.load(open(f"{work}/{k}_t{t}_r{r}.json"))["median_ms"] for r in range(1, rounds + 1)]
 print()
-print("ResNet-50, batch 1, 224x224, int8 = u8 activations / s8 per-channel weights")
-for stat in ("median_ms", "min_ms"):
-    print(f"-- {stat[:-3]} of each run series" + (" (least disturbed run: a check on a busy machine)" if stat == "min_ms" else ""))
+print(f"ResNet-50, batch 1, 224x224, int8 = u8 activations / s8 per-channel weights; {rounds} alternating rounds")
+for title, pick in (("median over rounds of each series' median", statistics.median),
+                    ("best round (least disturbed: a check on a busy machine)", min)):
+    print(f"-- {title}")
     print(f"{'threads':>7} {'ORT int8 ms':>12} {'lowbit int8 ms':>15} {'lowbit fp32 ms':>15} "
           f"{'lowbit int8 / ORT int8':>23} {'lowbit int8 speed-up vs fp32':>29}")
     for t in threads:
-        o, q, f = (load(t, k)[stat] for k in ("ort_int8", "lowbit_int8", "lowbit_fp32"))
+        o, q, f = (pick(med(t, k)) for k in ("ort_int8", "lowbit_int8", "lowbit_fp32"))
         print(f"{t:>7} {o:>12.2f} {q:>15.2f} {f:>15.2f} {q / o:>23.2f} {f / q:>28.2f}x")
+print("every round's medians (ms):")
+for t in threads:
+    for k in ("ort_int8", "lowbit_int8", "lowbit_fp32"):
+        print(f"  {k:>12} threads={t}: " + " ".join(f"{x:.2f}" for x in med(t, k)))
 print("(lowbit int8 / ORT int8 < 1 means lowbit is faster)")
-print(f"ORT version: {load(threads[0], 'ort_int8').get('version')}")
+print(f"ORT version: {json.load(open(f'{work}/ort_int8_t{threads[0]}_r1.json')).get('version')}")
 PYEOF

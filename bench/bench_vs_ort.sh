@@ -3,7 +3,10 @@
 # Both run on the same ONNX file (exported here with PyTorch, seeded) back to back, with 10
 # warm-ups and 100 timed runs; the table compares medians. Run it on an idle machine (see uptime).
 # Usage: bench/bench_vs_ort.sh [BUILD_DIR=build/release] [WORK_DIR=BUILD_DIR/bench-vs-ort]
-# Env: RUNS (100), WARMUP (10), THREADS ("1 2"), ORT_VERSION (latest on npm when installing),
+# On a shared machine a neighbour can slow one runtime's series and not the other's: the series
+# alternate (ORT, lowbit, ORT, lowbit, ...) for ROUNDS rounds, and the table gives each runtime's
+# median over its rounds' medians (and the best round, the least disturbed).
+# Env: RUNS (100), WARMUP (10), THREADS ("1 2"), ROUNDS (3), ORT_VERSION (latest on npm when installing),
 #      F32_PEAK_GFLOPS (single-core f32 FMA peak; else measured with BUILD_DIR/bench/microbench/f32_peak).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -14,6 +17,7 @@ WORK=${2:-$BUILD/bench-vs-ort}
 RUNS=${RUNS:-100}
 WARMUP=${WARMUP:-10}
 THREADS=${THREADS:-"1 2"}
+ROUNDS=${ROUNDS:-3}
 PY=/usr/bin/python3
 LOWBIT=$BUILD/lowbit
 PEAK_BIN=$BUILD/bench/microbench/f32_peak
@@ -65,35 +69,46 @@ if [[ -z $peak && -x $PEAK_BIN ]]; then
 fi
 
 for t in $THREADS; do
-  echo "== threads=$t: ONNX Runtime (intra-op $t, inter-op 1, graph optimisation 'all'), $WARMUP warm-ups + $RUNS runs"
-  node "$HERE/ort_bench.mjs" "$MODEL" --threads "$t" --warmup "$WARMUP" --runs "$RUNS" --json "$WORK/ort_t$t.json"
-  echo "== threads=$t: lowbit bench"
-  "$LOWBIT" bench "$MODEL" --threads "$t" --warmup "$WARMUP" --runs "$RUNS" --json "$WORK/lowbit_t$t.json"
+  for r in $(seq 1 "$ROUNDS"); do
+    echo "== threads=$t round $r/$ROUNDS: ONNX Runtime (intra-op $t, inter-op 1, graph optimisation 'all'), $WARMUP warm-ups + $RUNS runs"
+    node "$HERE/ort_bench.mjs" "$MODEL" --threads "$t" --warmup "$WARMUP" --runs "$RUNS" --json "$WORK/ort_t${t}_r$r.json"
+    echo "== threads=$t round $r/$ROUNDS: lowbit bench"
+    "$LOWBIT" bench "$MODEL" --threads "$t" --warmup "$WARMUP" --runs "$RUNS" --json "$WORK/lowbit_t${t}_r$r.json" |
+      grep -E "median"
+  done
 done
 
-"$PY" - "$WORK" "$GFLOP" "${peak:-0}" $THREADS <<'PYEOF'
-import json, sys
-work, gflop, peak = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
-threads = [int(t) for t in sys.argv[4:]]
+"$PY" - "$WORK" "$GFLOP" "${peak:-0}" "$ROUNDS" $THREADS <<'PYEOF'
+import json, statistics, sys
+work, gflop, peak, rounds = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+threads = [int(t) for t in sys.argv[5:]]
 load = lambda p: json.load(open(p))
-rows = {t: (load(f"{work}/ort_t{t}.json"), load(f"{work}/lowbit_t{t}.json")) for t in threads}
-print()
-print(f"ResNet-50 fp32, batch 1, 224x224 ({gflop} GFLOP); medians of {rows[threads[0]][0]['runs']} runs")
-hdr = f"{'threads':>7} {'ORT ms':>9} {'lowbit ms':>10} {'lowbit/ORT':>10} {'ORT GFLOP/s':>12} {'lowbit GFLOP/s':>15}"
-if peak > 0:
-    hdr += f" {'lowbit %peak':>12}"
-print(hdr)
-for t, (o, l) in rows.items():
-    om, lm = o["median_ms"], l["median_ms"]
-    line = f"{t:>7} {om:>9.2f} {lm:>10.2f} {lm / om:>10.2f} {gflop / om * 1e3:>12.1f} {gflop / lm * 1e3:>15.1f}"
+med = {(rt, t): [load(f"{work}/{rt}_t{t}_r{r}.json")["median_ms"] for r in range(1, rounds + 1)]
+       for rt in ("ort", "lowbit") for t in threads}
+version = load(f"{work}/ort_t{threads[0]}_r1.json").get("version")
+runs = load(f"{work}/ort_t{threads[0]}_r1.json")["runs"]
+for title, pick in (("median over rounds", statistics.median), ("best round", min)):
+    print()
+    print(f"ResNet-50 fp32, batch 1, 224x224 ({gflop} GFLOP); median of {runs} runs per round, {rounds} alternating rounds: {title}")
+    hdr = f"{'threads':>7} {'ORT ms':>9} {'lowbit ms':>10} {'lowbit/ORT':>10} {'ORT GFLOP/s':>12} {'lowbit GFLOP/s':>15}"
     if peak > 0:
-        line += f" {100 * gflop / lm * 1e3 / (peak * t):>11.1f}%"
-    print(line)
-if 1 in rows and 2 in rows:
-    so = rows[1][0]["median_ms"] / rows[2][0]["median_ms"]
-    sl = rows[1][1]["median_ms"] / rows[2][1]["median_ms"]
-    print(f"2-thread speed-up: ORT {so:.2f}x, lowbit {sl:.2f}x")
+        hdr += f" {'lowbit %peak':>12}"
+    print(hdr)
+    sel = {k: pick(v) for k, v in med.items()}
+    for t in threads:
+        om, lm = sel[("ort", t)], sel[("lowbit", t)]
+        line = f"{t:>7} {om:>9.2f} {lm:>10.2f} {lm / om:>10.2f} {gflop / om * 1e3:>12.1f} {gflop / lm * 1e3:>15.1f}"
+        if peak > 0:
+            line += f" {100 * gflop / lm * 1e3 / (peak * t):>11.1f}%"
+        print(line)
+    if 1 in threads and 2 in threads:
+        print(f"2-thread speed-up: ORT {sel[('ort', 1)] / sel[('ort', 2)]:.2f}x, "
+              f"lowbit {sel[('lowbit', 1)] / sel[('lowbit', 2)]:.2f}x")
+print()
+print("every round's medians (ms):")
+for (rt, t), v in sorted(med.items()):
+    print(f"  {rt:>6} threads={t}: " + " ".join(f"{x:.2f}" for x in v))
 if peak > 0:
     print(f"(% of peak against {peak:.1f} GFLOP/s per core x threads)")
-print(f"ORT version: {rows[threads[0]][0].get('version')}")
+print(f"ORT version: {version}")
 PYEOF
