@@ -1,13 +1,6 @@
 #include "lowbit/runtime/thread_pool.h"
 
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
-
-#if defined(__linux__)
-#include <pthread.h>
-#include <sched.h>
-#endif
 
 namespace lowbit {
 namespace {
@@ -40,40 +33,12 @@ bool spin_until(Pred done) {
   }
 }
 
-// Worker i's CPU: the i-th CPU of the process's affinity mask, when the pool has exactly one
-// thread per allowed CPU (and LOWBIT_PIN is not 0); else -1 (left to the scheduler). Some 2-thread
-// runs took 23 ms instead of 17.5 with both threads on one CPU most of the time (ps), the worker
-// having been placed next to the thread that woke it. The caller thread is never pinned: it is
-// the user's; it stays off the workers' CPUs because it never sleeps inside parallel_for.
-int worker_cpu(int index, int threads) {
-#if defined(__linux__)
-  const char* env = std::getenv("LOWBIT_PIN");
-  if (env && std::strcmp(env, "0") == 0) return -1;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0 || CPU_COUNT(&set) != threads) return -1;
-  for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE; ++cpu)
-    if (CPU_ISSET(cpu, &set) && seen++ == index) return cpu;
-#endif
-  return -1;
-}
-
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
   if (threads <= 0) threads = 1;
-  for (int i = 1; i < threads; ++i) {
-    workers_.emplace_back([this, i] { worker_loop(i); });
-#if defined(__linux__)
-    if (const int cpu = worker_cpu(i, threads); cpu >= 0) {
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(cpu, &one);
-      pthread_setaffinity_np(workers_.back().native_handle(), sizeof(one), &one);  // a hint: failure only costs speed
-    }
-#endif
-  }
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -101,9 +66,9 @@ void ThreadPool::parallel_for(int64_t tasks, const std::function<void(int64_t, i
   }
   cv_start_.notify_all();
   for (int64_t t; (t = next_.fetch_add(1, std::memory_order_relaxed)) < tasks;) fn(t, 0);
-  // The caller never sleeps here: woken by a worker, Linux's wake-affine placement moves it onto
-  // that worker's CPU, and the two then share one core (spin_until yields the core meanwhile).
-  while (!spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; })) {
+  if (!spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; })) {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_done_.wait(lk, [this] { return pending_.load(std::memory_order_acquire) == 0; });
   }
 }
 
@@ -126,7 +91,10 @@ void ThreadPool::worker_loop(int index) {
       tasks = tasks_;
     }
     for (int64_t t; (t = next_.fetch_add(1, std::memory_order_relaxed)) < tasks;) (*job)(t, index);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);  // the caller spins on it
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lk(mu_);
+      cv_done_.notify_one();
+    }
   }
 }
 

@@ -2,9 +2,7 @@
 // A small fork-join pool. parallel_for hands out task indices dynamically; the caller thread
 // works too. Kernels parallelise inside an operator; operators run one after another, so workers
 // spin briefly between jobs before sleeping: a ResNet-50 inference forks ~100 times and a
-// condition-variable wake-up per fork costs more than a short spin. The caller waits for the
-// workers by spinning (yielding), never sleeping. A pool with one thread per allowed CPU pins its
-// workers to distinct CPUs (LOWBIT_PIN=0: not), the caller's thread never.
+// condition-variable wake-up per fork costs more than a short spin.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -30,7 +28,7 @@ class ThreadPool {
   void worker_loop(int index);
   std::vector<std::thread> workers_;
   std::mutex mu_;
-  std::condition_variable cv_start_;
+  std::condition_variable cv_start_, cv_done_;
   const std::function<void(int64_t, int)>* job_ = nullptr;
   int64_t tasks_ = 0;
   std::atomic<int64_t> next_{0};
