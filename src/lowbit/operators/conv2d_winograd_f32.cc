@@ -109,7 +109,7 @@ class Conv2dWinogradF32 final : public Kernel {
       const float* rn = res ? res + n * p_.M * OHW : nullptr;
       float* yn = y + n * p_.M * OHW;
       pool.parallel_for(msplit * psplit, [&](int64_t t, int thread) {
-        const int64_t ms = t / psplit, ps = t % psplit;
+        const int64_t ps = t / msplit, ms = t % msplit;  // tile panels major: a thread's share is a region of the image
         run_task(mpanels_ * ms / msplit, mpanels_ * (ms + 1) / msplit, npanels * ps / psplit,
                  npanels * (ps + 1) / psplit, rn, yn, scratch_[thread]);
       });

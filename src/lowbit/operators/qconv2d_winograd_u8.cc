@@ -109,7 +109,7 @@ class QConvWinogradU8 final : public Kernel {
       const uint8_t* rn = res ? res + n * p_.M * OHW : nullptr;
       uint8_t* yn = y + n * p_.M * OHW;
       pool.parallel_for(msplit * psplit, [&](int64_t t, int thread) {
-        const int64_t ms = t / psplit, ps = t % psplit;
+        const int64_t ps = t / msplit, ms = t % msplit;  // tile panels major: a thread's share is a region of the image
         run_task(mpanels_ * ms / msplit, mpanels_ * (ms + 1) / msplit, npanels * ps / psplit,
                  npanels * (ps + 1) / psplit, rn, yn, reinterpret_cast<int32_t*>(scratch_.get(thread)));
       });

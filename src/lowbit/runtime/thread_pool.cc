@@ -38,6 +38,7 @@ bool spin_until(Pred done) {
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
   if (threads <= 0) threads = 1;
+  shares_ = std::make_unique<Share[]>(static_cast<size_t>(threads));
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -59,16 +60,28 @@ void ThreadPool::parallel_for(int64_t tasks, const std::function<void(int64_t, i
   {
     std::lock_guard<std::mutex> lk(mu_);
     job_ = &fn;
-    tasks_ = tasks;
-    next_.store(0, std::memory_order_relaxed);
+    const int n = size();
+    for (int i = 0; i < n; ++i) {
+      shares_[i].next.store(tasks * i / n, std::memory_order_relaxed);
+      shares_[i].end = tasks * (i + 1) / n;
+    }
     pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
   }
   cv_start_.notify_all();
-  for (int64_t t; (t = next_.fetch_add(1, std::memory_order_relaxed)) < tasks;) fn(t, 0);
+  run_shares(fn, 0);
   if (!spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; })) {
     std::unique_lock<std::mutex> lk(mu_);
     cv_done_.wait(lk, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+  }
+}
+
+// Own share first, then the others' leftovers (each index is taken exactly once: fetch_add).
+void ThreadPool::run_shares(const std::function<void(int64_t, int)>& fn, int index) {
+  const int n = size();
+  for (int k = 0; k < n; ++k) {
+    Share& s = shares_[(index + k) % n];
+    for (int64_t t; (t = s.next.fetch_add(1, std::memory_order_relaxed)) < s.end;) fn(t, index);
   }
 }
 
@@ -81,16 +94,14 @@ void ThreadPool::worker_loop(int index) {
       cv_start_.wait(lk, ready);
     }
     const std::function<void(int64_t, int)>* job;
-    int64_t tasks;
     {
       // The job fields are written under the lock before the generation moves.
       std::lock_guard<std::mutex> lk(mu_);
       if (stop_.load()) return;
       seen = generation_.load(std::memory_order_acquire);
       job = job_;
-      tasks = tasks_;
     }
-    for (int64_t t; (t = next_.fetch_add(1, std::memory_order_relaxed)) < tasks;) (*job)(t, index);
+    run_shares(*job, index);
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       std::lock_guard<std::mutex> lk(mu_);
       cv_done_.notify_one();
