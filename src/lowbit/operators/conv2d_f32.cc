@@ -139,9 +139,10 @@ class Conv2dIgemmF32 final : public Kernel {
     for (int64_t n = 0; n < p_.N; ++n) {
       const float* xn = x + n * p_.C * p_.H * p_.W;
       if (pad_) {
-        pool.parallel_for(p_.C, [&](int64_t c, int) {
-          ops::copy_padded_plane(xn + c * p_.H * p_.W, p_.H, p_.W, p_.pad_top, p_.pad_left, PW_, PH_ * PW_, 0.0f,
-                                 padded + c * PH_ * PW_);
+        const int64_t nb = ops::row_blocks(PH_, threads);
+        pool.parallel_for(nb, [&](int64_t b, int) {
+          ops::copy_padded_rows(xn, p_.C, p_.H, p_.W, p_.pad_top, p_.pad_left, PH_, PW_, 0.0f, PH_ * b / nb,
+                                PH_ * (b + 1) / nb, padded);
         });
         xn = padded;
       }

@@ -90,6 +90,29 @@ inline void copy_padded_plane(const float* src, int64_t H, int64_t W, int64_t pt
   std::fill(dst + (pt + H) * PW, dst + total, fill);
 }
 
+// Rows [r0, r1) of every channel's padded plane (PH rows of PW floats, the H x W input at (pt, pl),
+// `fill` around it). Drivers that split their work by image region copy the padding by rows too,
+// so that each thread writes (and keeps in its cache) the rows its own pixel panels read.
+inline void copy_padded_rows(const float* src, int64_t C, int64_t H, int64_t W, int64_t pt, int64_t pl, int64_t PH,
+                             int64_t PW, float fill, int64_t r0, int64_t r1, float* dst) {
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t r = r0; r < r1; ++r) {
+      float* row = dst + (c * PH + r) * PW;
+      const int64_t h = r - pt;
+      if (h < 0 || h >= H) {
+        std::fill(row, row + PW, fill);
+        continue;
+      }
+      std::fill(row, row + pl, fill);
+      std::memcpy(row + pl, src + (c * H + h) * W, static_cast<size_t>(W) * sizeof(float));
+      std::fill(row + pl + W, row + PW, fill);
+    }
+}
+
+// Row blocks for copy_padded_rows: enough for the pool, in image order (thread i's share of a
+// parallel_for is the i-th contiguous block).
+inline int64_t row_blocks(int64_t rows, int threads) { return std::min<int64_t>(rows, 4 * static_cast<int64_t>(threads)); }
+
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace lowbit::ops

@@ -150,10 +150,13 @@ class QConv2dIgemm final : public Kernel {
       int64_t avail = p_.C * p_.H * p_.W;
       if (pad_) {
         uint8_t* pd = padded_.data<uint8_t>();
-        pool.parallel_for(p_.C, [&](int64_t c, int) {
-          for (int64_t h = 0; h < p_.H; ++h)
-            std::memcpy(pd + c * PH_ * PW_ + (h + p_.pad_top) * PW_ + p_.pad_left, xn + (c * p_.H + h) * p_.W,
-                        static_cast<size_t>(p_.W));
+        // By row blocks, not channels: each thread copies the rows its own pixel panels read.
+        const int64_t nb = ops::row_blocks(p_.H, threads);
+        pool.parallel_for(nb, [&](int64_t b, int) {
+          for (int64_t c = 0; c < p_.C; ++c)
+            for (int64_t h = p_.H * b / nb; h < p_.H * (b + 1) / nb; ++h)
+              std::memcpy(pd + c * PH_ * PW_ + (h + p_.pad_top) * PW_ + p_.pad_left, xn + (c * p_.H + h) * p_.W,
+                          static_cast<size_t>(p_.W));
         });
         xn = pd;
         avail = padded_.numel();
