@@ -499,7 +499,7 @@ const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx512vnni() {
     k.widened = false;
     k.nr = 16;
     k.nr_tail = 8;
-    k.kc_max = 1024;
+    k.kc_max = 512;  // as the 8 x 32 set: 8 KB of B, measured ~2% faster on stage 4 than 1024
     k.narrow_max = 4;
     fill(k, std::make_integer_sequence<int, 16>{});
     k.pack = qu8_pack_u8x4__avx512vnni<16>;
