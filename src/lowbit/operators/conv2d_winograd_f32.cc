@@ -9,7 +9,8 @@
 //      scratch, then the output transform adds bias and residual, clamps, and writes NCHW.
 // U = G g G^T is packed once at creation as A panels, per channel panel all 16 xi contiguous.
 // Every output element is computed by one task in a fixed order (K blocks included), so results
-// do not depend on the thread count.
+// do not depend on the thread count. Tiles, panels and the task grid: winograd_plan.h (shared with
+// the int8 driver).
 #include "lowbit/operators/conv2d_winograd_f32.h"
 
 #include <algorithm>
@@ -17,62 +18,31 @@
 
 #include "lowbit/ir/op_params.h"
 #include "lowbit/operators/operator_util.h"
+#include "lowbit/operators/winograd_plan.h"
 
 namespace lowbit {
 namespace {
 
 using ops::ceil_div;
 
-constexpr int64_t kXi = 16;            // 4 x 4 transformed elements per tile
-constexpr int64_t kMinTiles = 32;      // fewer tiles: U (16/9 of the weights) is reused too little
-constexpr int64_t kMinChannels = 8;    // fewer input channels: the transforms outweigh the GEMMs
-constexpr int64_t kUInL2Bytes = 256 << 10;  // U this small stays in L2 across a task's tile panels
-constexpr int64_t kGroup = 4;               // channel panels sharing each B panel from L1 (scratch: 4 x 16 tiles)
+using winograd::kGroup;
+using winograd::kXi;
+using winograd::Panel;
 
 class Conv2dWinogradF32 final : public Kernel {
  public:
   Conv2dWinogradF32(const Conv2dParams& p, const float* w, const float* bias, const F32WinogradKernels& ks, int threads)
-      : p_(p), ks_(ks), gk_(*ks.gemm) {
-    TH_ = ceil_div(p.OH, 2);
-    TW_ = ceil_div(p.OW, 2);
-    T_ = TH_ * TW_;
-    // The padded plane covers every tile's 4x4 patch: rows [-pad_top, 2*TH + 2 - pad_top).
-    PH_ = 2 * TH_ + 2;
-    PW_ = 2 * TW_ + 2;
+      : p_(p), ks_(ks), gk_(*ks.gemm), plan_(p, gk_.nr, gk_.nr_tail, gk_.mr) {
     const int64_t mr_max = gk_.mr, nr = gk_.nr;
-    mpanels_ = ceil_div(p.M, mr_max);
     nkb_ = ceil_div(p.C, static_cast<int64_t>(gk_.kc_max));
     kc_ = ceil_div(p.C, nkb_);
-
-    // Tile panels: nr wide, the last one nr_tail wide when it fits there.
-    for (int64_t t0 = 0; t0 < T_; t0 += nr) {
-      Panel pan;
-      pan.t0 = t0;
-      pan.nvalid = std::min(nr, T_ - t0);
-      pan.width = pan.nvalid <= gk_.nr_tail ? gk_.nr_tail : nr;
-      pan.base = tpad_;
-      tpad_ += pan.width;
-      panels_.push_back(pan);
-    }
-    // Each panel's tiles as runs within one tile row (the transforms' unit).
-    for (size_t pi = 0; pi < panels_.size(); ++pi) {
-      Panel& pan = panels_[pi];
-      pan.seg_begin = static_cast<int32_t>(segs_.size());
-      for (int64_t t = pan.t0; t < pan.t0 + pan.nvalid;) {
-        const int64_t ty = t / TW_, tx = t % TW_, n = std::min(TW_ - tx, pan.t0 + pan.nvalid - t);
-        segs_.push_back({static_cast<int32_t>(2 * ty), static_cast<int32_t>(2 * tx), static_cast<int32_t>(t - pan.t0),
-                         static_cast<int32_t>(n)});
-        t += n;
-      }
-      pan.seg_end = static_cast<int32_t>(segs_.size());
-    }
 
     // U: per channel panel (rows m0..m0+mr), per xi, per K block: kc x mr, a[k * mr + r].
     u_ = PackedWeights(kXi * p.M * p.C);
     std::vector<float> uk(static_cast<size_t>(kXi));
     float* u = u_.data();
     for (int64_t m = 0; m < p.M; ++m) {
-      const int64_t mp = panel_of(m), m0 = panel_m0(mp), mr = panel_m0(mp + 1) - m0;
+      const int64_t mp = plan_.panel_of(m), m0 = plan_.panel_m0(mp), mr = plan_.panel_m0(mp + 1) - m0;
       for (int64_t c = 0; c < p.C; ++c) {
         f32_winograd_weights_2x2_3x3(w + (m * p.C + c) * 9, uk.data());
         for (int64_t xi = 0; xi < kXi; ++xi) u[m0 * kXi * p.C + (xi * p.C + c) * mr + (m - m0)] = uk[static_cast<size_t>(xi)];
@@ -83,9 +53,9 @@ class Conv2dWinogradF32 final : public Kernel {
     u_bytes_ = kXi * p.M * p.C * 4;
     // Input transform scratch: the padded plane (plus the over-read of the even/odd split) and the
     // split rows; the GEMM phase reuses it for the 16 result tiles.
-    half_ = ceil_div(TW_ + 1 + 32, 16) * 16;
-    plane_floats_ = ceil_div(PH_ * PW_ + 2 * half_ + 16, 16) * 16;
-    scratch_floats_ = std::max(kGroup * kXi * mr_max * nr, plane_floats_ + 2 * PH_ * half_) + 16;
+    half_ = ceil_div(plan_.TW + 1 + 32, 16) * 16;
+    plane_floats_ = ceil_div(plan_.PH * plan_.PW + 2 * half_ + 16, 16) * 16;
+    scratch_floats_ = std::max(kGroup * kXi * mr_max * nr, plane_floats_ + 2 * plan_.PH * half_) + 16;
     fetch_workspace(std::max(threads, 1));
   }
 
@@ -97,100 +67,62 @@ class Conv2dWinogradF32 final : public Kernel {
     const float* x = in[0].as<float>();
     const float* res = in.size() > 3 && in[3].data ? in[3].as<float>() : nullptr;
     float* y = out[0].as<float>();
-    const int64_t npanels = static_cast<int64_t>(panels_.size());
-    // Tasks: channel-panel ranges x tile-panel ranges, a few per thread so the pool stays busy.
-    const int64_t want = threads == 1 ? 1 : 4 * threads;
-    const int64_t msplit = std::min(mpanels_, want);
-    const int64_t psplit = std::min(npanels, ceil_div(want, msplit));
     const int64_t OHW = p_.OH * p_.OW;
     for (int64_t n = 0; n < p_.N; ++n) {
       const float* xn = x + n * p_.C * p_.H * p_.W;
       pool.parallel_for(p_.C, [&](int64_t c, int thread) { transform_input(c, xn + c * p_.H * p_.W, scratch_[thread]); });
       const float* rn = res ? res + n * p_.M * OHW : nullptr;
       float* yn = y + n * p_.M * OHW;
-      pool.parallel_for(msplit * psplit, [&](int64_t t, int thread) {
-        const int64_t ps = t / msplit, ms = t % msplit;  // tile panels major: a thread's share is a region of the image
-        run_task(mpanels_ * ms / msplit, mpanels_ * (ms + 1) / msplit, npanels * ps / psplit,
-                 npanels * (ps + 1) / psplit, rn, yn, scratch_[thread]);
-      });
+      plan_.run_gemm_tasks(pool, u_bytes_ <= winograd::kUInL2Bytes,
+                           [&](int64_t mpa, int64_t mpb, int64_t pi, bool first_pass, int thread) {
+                             tile(mpa, mpb, pi, rn, yn, scratch_[thread], first_pass);
+                           });
     }
   }
 
  private:
-  // Start of channel panel mp's U (panels are contiguous in order; mp == mpanels_ is the end).
-  const char* u_of(int64_t mp) const { return reinterpret_cast<const char*>(u_.data() + panel_m0(mp) * kXi * p_.C); }
-
-  // Pulls slice `step` of `steps` of channel panel mp's U into L2.
-  void prefetch_u(int64_t mp, int64_t step, int64_t steps) const {
-    if (mp >= mpanels_) return;
-    const char* base = u_of(mp);
-    const int64_t bytes = u_of(mp + 1) - base;
-    for (int64_t o = bytes * step / steps / 64 * 64, e = bytes * (step + 1) / steps; o < e; o += 64)
-      __builtin_prefetch(base + o, 0, 2);
+  // Pulls slice `step` of 16 of channel panel mp's U into L2 (mp == mpanels: nothing).
+  void prefetch_u(int64_t mp, int64_t step) const {
+    if (mp >= plan_.mpanels) return;
+    const float* a = u_.data() + plan_.panel_m0(mp) * kXi * p_.C;
+    winograd::prefetch_slice(reinterpret_cast<const char*>(a), (plan_.panel_m0(mp + 1) - plan_.panel_m0(mp)) * kXi * p_.C * 4,
+                             step, kXi);
   }
 
-  struct Panel {
-    int64_t t0, nvalid, width, base;
-    int32_t seg_begin, seg_end;
-  };
-
-  // Channel panels of balanced height (64 = 6 x 10-11, as the implicit GEMM).
-  int64_t panel_m0(int64_t mp) const { return p_.M * mp / mpanels_; }
-  int64_t panel_of(int64_t m) const {
-    int64_t mp = m * mpanels_ / p_.M;
-    while (panel_m0(mp + 1) <= m) ++mp;
-    while (panel_m0(mp) > m) --mp;
-    return mp;
-  }
-
-  // Workspace slots: 0 V (all xi, C rows, tpad_ tiles); 2 + t thread t's scratch.
+  // Workspace slots: 0 V (all xi, C rows, plan_.tpad tiles); 2 + t thread t's scratch.
   void fetch_workspace(int threads) {
-    v_ = ops::workspace(0, kXi * p_.C * tpad_);
+    v_ = ops::workspace(0, kXi * p_.C * plan_.tpad);
     scratch_.fetch(threads, scratch_floats_);
   }
 
   // V element (xi, c, panel column j) of panel pan.
   float* v_at(const Panel& pan, int64_t xi, int64_t c, int64_t j) const {
-    return v_ + xi * p_.C * tpad_ + pan.base * p_.C + c * pan.width + j;
+    return v_ + xi * p_.C * plan_.tpad + pan.base * p_.C + c * pan.width + j;
   }
 
   void transform_input(int64_t c, const float* xc, float* plane) const {
-    ops::copy_padded_plane(xc, p_.H, p_.W, p_.pad_top, p_.pad_left, PW_, plane_floats_, 0.0f, plane);
+    ops::copy_padded_plane(xc, p_.H, p_.W, p_.pad_top, p_.pad_left, plan_.PW, plane_floats_, 0.0f, plane);
     float* eo = plane + plane_floats_;
-    ks_.split(plane, static_cast<size_t>(PW_), static_cast<size_t>(PH_), static_cast<size_t>(half_), eo);
-    const int64_t ld = p_.C * tpad_;
-    for (const Panel& pan : panels_)
-      ks_.input(eo, static_cast<size_t>(half_), segs_.data() + pan.seg_begin,
+    ks_.split(plane, static_cast<size_t>(plan_.PW), static_cast<size_t>(plan_.PH), static_cast<size_t>(half_), eo);
+    const int64_t ld = p_.C * plan_.tpad;
+    for (const Panel& pan : plan_.panels)
+      ks_.input(eo, static_cast<size_t>(half_), plan_.segs.data() + pan.seg_begin,
                 static_cast<size_t>(pan.seg_end - pan.seg_begin), static_cast<size_t>(pan.width), v_at(pan, 0, c, 0),
                 static_cast<size_t>(ld));
-  }
-
-  void run_task(int64_t mp0, int64_t mp1, int64_t pi0, int64_t pi1, const float* res, float* y, float* scratch) const {
-    // With a small U, walk tile panels outside: each panel's V stays in L2 across the channel
-    // panels. Else channel panels outside, kGroup at a time: V streams once per group (not once per
-    // channel panel) while the group's U block stays in L2 across the tile panels.
-    if (u_bytes_ <= kUInL2Bytes) {
-      for (int64_t pi = pi0; pi < pi1; ++pi)
-        for (int64_t mp = mp0; mp < mp1; mp += kGroup) tile(mp, std::min(mp1, mp + kGroup), pi, res, y, scratch, false);
-    } else {
-      // Channel-panel groups outside, each group's U in L2 across the tile panels.
-      for (int64_t mp = mp0; mp < mp1; mp += kGroup)
-        for (int64_t pi = pi0; pi < pi1; ++pi) tile(mp, std::min(mp1, mp + kGroup), pi, res, y, scratch, pi == pi0);
-    }
   }
 
   // Channel panels [mpa, mpb) x tile panel pi: per xi and K block, the GEMM of each channel panel
   // against the same B panel (in L1), into s[mp - mpa][xi][r][j]; then the output transforms.
   void tile(int64_t mpa, int64_t mpb, int64_t pi, const float* res, float* y, float* s, bool first_pass) const {
-    const Panel& pan = panels_[static_cast<size_t>(pi)];
+    const Panel& pan = plan_.panels[static_cast<size_t>(pi)];
     const int64_t w = pan.width, slot = kXi * gk_.mr * w;
     const F32GemmUkernel* uks = w == gk_.nr ? gk_.main : gk_.tail;
     // Per channel panel its 16 xi in a row: U is read as one sequential stream per panel (48-200 KB),
     // and on the group's first tile panel the next channel panel's U is pulled in meanwhile.
     for (int64_t mp = mpa; mp < mpb; ++mp) {
-      const int64_t m0 = panel_m0(mp), mr = panel_m0(mp + 1) - m0;
+      const int64_t m0 = plan_.panel_m0(mp), mr = plan_.panel_m0(mp + 1) - m0;
       for (int64_t xi = 0; xi < kXi; ++xi) {
-        if (first_pass) prefetch_u(mp + 1, xi, kXi);
+        if (first_pass) prefetch_u(mp + 1, xi);
         float* c = s + (mp - mpa) * slot + xi * mr * w;
         for (int64_t kb = 0; kb < nkb_; ++kb) {
           const int64_t k0 = kb * kc_, kc = std::min(kc_, p_.C - k0);
@@ -205,11 +137,11 @@ class Conv2dWinogradF32 final : public Kernel {
     }
     const int64_t OHW = p_.OH * p_.OW;
     for (int64_t mp = mpa; mp < mpb; ++mp) {
-      const int64_t m0 = panel_m0(mp), mr = panel_m0(mp + 1) - m0;
+      const int64_t m0 = plan_.panel_m0(mp), mr = plan_.panel_m0(mp + 1) - m0;
       for (int64_t r = 0; r < mr; ++r) {
         const int64_t m = m0 + r;
         ks_.output(s + (mp - mpa) * slot + r * w, static_cast<size_t>(mr * w), static_cast<size_t>(w),
-                   segs_.data() + pan.seg_begin, static_cast<size_t>(pan.seg_end - pan.seg_begin),
+                   plan_.segs.data() + pan.seg_begin, static_cast<size_t>(pan.seg_end - pan.seg_begin),
                    bias_[static_cast<size_t>(m)], res ? res + m * OHW : nullptr, y + m * OHW,
                    static_cast<size_t>(p_.OH), static_cast<size_t>(p_.OW), p_.act_min, p_.act_max);
       }
@@ -219,10 +151,8 @@ class Conv2dWinogradF32 final : public Kernel {
   Conv2dParams p_;
   F32WinogradKernels ks_;
   const F32GemmKernels& gk_;
-  int64_t TH_ = 0, TW_ = 0, T_ = 0, PH_ = 0, PW_ = 0, tpad_ = 0;
-  int64_t mpanels_ = 0, nkb_ = 0, kc_ = 0, u_bytes_ = 0, half_ = 0, plane_floats_ = 0, scratch_floats_ = 0;
-  std::vector<Panel> panels_;
-  std::vector<F32WinogradSegment> segs_;
+  winograd::Plan plan_;
+  int64_t nkb_ = 0, kc_ = 0, u_bytes_ = 0, half_ = 0, plane_floats_ = 0, scratch_floats_ = 0;
   PackedWeights u_;
   std::vector<float> bias_;
   float* v_ = nullptr;
@@ -237,17 +167,7 @@ std::string check_conv2d_f32_winograd(const NodeContext& ctx) {
                  ops::need_constant(ctx, 2, "bias"), ops::need_rank4(ctx)})
     if (!r.empty()) return r;
   if (ctx.out(0).dtype != DType::f32) return std::string("output dtype ") + dtype_name(ctx.out(0).dtype) + ", needs f32";
-  const Conv2dParams p = conv2d_params(ctx.graph, ctx.node);
-  if (p.KH != 3 || p.KW != 3) return "kernel " + std::to_string(p.KH) + "x" + std::to_string(p.KW) + ", needs 3x3";
-  if (p.SH != 1 || p.SW != 1) return "stride " + std::to_string(p.SH) + "x" + std::to_string(p.SW) + ", needs 1";
-  if (p.DH != 1 || p.DW != 1) return "dilation " + std::to_string(p.DH) + "x" + std::to_string(p.DW) + ", needs 1";
-  if (p.group != 1) return "group " + std::to_string(p.group) + ", needs 1";
-  const int64_t tiles = ceil_div(p.OH, 2) * ceil_div(p.OW, 2);
-  if (tiles < kMinTiles)
-    return std::to_string(tiles) + " output tiles of 2x2, needs " + std::to_string(kMinTiles) +
-           " to reuse the 16/9 larger transformed weights";
-  if (p.C < kMinChannels) return std::to_string(p.C) + " input channels, needs " + std::to_string(kMinChannels);
-  return "";
+  return winograd::applies(conv2d_params(ctx.graph, ctx.node));
 }
 
 std::unique_ptr<Kernel> create_conv2d_f32_winograd(const NodeContext& ctx, const F32WinogradKernels& ks) {

@@ -14,62 +14,37 @@
 #include "lowbit/operators/operator_util.h"
 #include "lowbit/operators/qconv2d_u8.h"
 #include "lowbit/operators/requant.h"
+#include "lowbit/operators/winograd_plan.h"
 
 namespace lowbit {
 namespace {
 
 using ops::ceil_div;
 
-constexpr int64_t kXi = 16;
-constexpr int64_t kMinTiles = 32;
-constexpr int64_t kMinChannels = 8;
+using winograd::kGroup;
+using winograd::kXi;
+using winograd::Panel;
+
 // 4 * acc must fit int32 for the wrap-around sums to be exact: 4 * C * 9 * 255 * 128 < 2^31.
 constexpr int64_t kMaxChannels = 1820;
-constexpr int64_t kGroup = 4;
-constexpr int64_t kUInL2Bytes = 256 << 10;
 
 #if defined(__x86_64__)
 class QConvWinogradU8 final : public Kernel {
  public:
-  QConvWinogradU8(const NodeContext& ctx, const Conv2dParams& p) : p_(p), ks_(qu8_gemm_kernels_avx2()), rq_(ctx, p.M, 3) {
+  QConvWinogradU8(const NodeContext& ctx, const Conv2dParams& p)
+      : p_(p), ks_(qu8_gemm_kernels_avx2()), rq_(ctx, p.M, 3), plan_(p, ks_.nr, ks_.nr_tail, ks_.mr) {
     const int8_t* w = ctx.constant(1)->data<int8_t>();
     zp_x_ = static_cast<uint8_t>(ctx.in(0).quant->zero_point[0]);
-    TH_ = ceil_div(p.OH, 2);
-    TW_ = ceil_div(p.OW, 2);
-    T_ = TH_ * TW_;
-    PH_ = 2 * TH_ + 2;
-    PW_ = 2 * TW_ + 2;
     ngroups_ = ceil_div(p.C, 2);
-    mpanels_ = ceil_div(p.M, ks_.mr);
     nkb_ = ceil_div(2 * ngroups_, static_cast<int64_t>(ks_.kc_max));
     kgb_ = ceil_div(ngroups_, nkb_);
-    for (int64_t t0 = 0; t0 < T_; t0 += ks_.nr) {
-      Panel pan;
-      pan.t0 = t0;
-      pan.nvalid = std::min<int64_t>(ks_.nr, T_ - t0);
-      pan.width = pan.nvalid <= ks_.nr_tail ? ks_.nr_tail : ks_.nr;
-      pan.base = tpad_;
-      tpad_ += pan.width;
-      pan.seg_begin = static_cast<int32_t>(segs_.size());
-      for (int64_t t = t0; t < t0 + pan.nvalid;) {
-        const int64_t ty = t / TW_, tx = t % TW_, n = std::min(TW_ - tx, t0 + pan.nvalid - t);
-        segs_.push_back({static_cast<int32_t>(2 * ty), static_cast<int32_t>(2 * tx), static_cast<int32_t>(t - t0),
-                         static_cast<int32_t>(n)});
-        t += n;
-      }
-      pan.seg_end = static_cast<int32_t>(segs_.size());
-      panels_.push_back(pan);
-    }
     // U': per channel panel, per xi, per k pair g: mr words (U'[2g] low, U'[2g + 1] high).
     // On 2 MB pages where granted (PackedWeights): U' is streamed from memory every inference.
     packed_ = PackedWeights(kXi * p.M * ngroups_);
     uint32_t* pw = reinterpret_cast<uint32_t*>(packed_.data());
     int16_t u[16];
     for (int64_t m = 0; m < p.M; ++m) {
-      int64_t mp = m * mpanels_ / p.M;
-      while (panel_m0(mp + 1) <= m) ++mp;
-      while (panel_m0(mp) > m) --mp;
-      const int64_t m0 = panel_m0(mp), mr = panel_m0(mp + 1) - m0;
+      const int64_t mp = plan_.panel_of(m), m0 = plan_.panel_m0(mp), mr = plan_.panel_m0(mp + 1) - m0;
       for (int64_t c = 0; c < p.C; ++c) {
         qu8_winograd_weights_2x2_3x3(w + (m * p.C + c) * 9, u);
         for (int64_t xi = 0; xi < kXi; ++xi)
@@ -78,9 +53,9 @@ class QConvWinogradU8 final : public Kernel {
       }
     }
     u_bytes_ = packed_.nbytes();
-    half_ = ceil_div(TW_ + 1 + 16, 16) * 16;
-    plane_bytes_ = ceil_div(PH_ * PW_ + 2 * half_ + 64, 64) * 64;
-    const int64_t input_bytes = 2 * plane_bytes_ + 2 * (2 * PH_ * half_ * 2) + 64;
+    half_ = ceil_div(plan_.TW + 1 + 16, 16) * 16;
+    plane_bytes_ = ceil_div(plan_.PH * plan_.PW + 2 * half_ + 64, 64) * 64;
+    const int64_t input_bytes = 2 * plane_bytes_ + 2 * (2 * plan_.PH * half_ * 2) + 64;
     const int64_t gemm_bytes = kGroup * kXi * ks_.mr * ks_.nr * 4;
     scratch_floats_ = ceil_div(std::max(input_bytes, gemm_bytes), 4) + 16;
     scratch_.reserve(std::max(ctx.threads, 1), scratch_floats_);
@@ -93,13 +68,10 @@ class QConvWinogradU8 final : public Kernel {
   void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
     const int threads = pool.size();
     scratch_.reserve(threads, scratch_floats_);
-    v_ = reinterpret_cast<int16_t*>(ops::workspace(0, ceil_div(kXi * 2 * ngroups_ * tpad_, 2) + 16));
+    v_ = reinterpret_cast<int16_t*>(ops::workspace(0, ceil_div(kXi * 2 * ngroups_ * plan_.tpad, 2) + 16));
     const uint8_t* x = in[0].as<uint8_t>();
     const uint8_t* res = in.size() > 3 && in[3].data ? in[3].as<uint8_t>() : nullptr;
     uint8_t* y = out[0].as<uint8_t>();
-    const int64_t npanels = static_cast<int64_t>(panels_.size());
-    const int64_t want = threads == 1 ? 1 : 4 * threads;
-    const int64_t msplit = std::min(mpanels_, want), psplit = std::min(npanels, ceil_div(want, msplit));
     const int64_t OHW = p_.OH * p_.OW;
     for (int64_t n = 0; n < p_.N; ++n) {
       const uint8_t* xn = x + n * p_.C * p_.H * p_.W;
@@ -108,37 +80,25 @@ class QConvWinogradU8 final : public Kernel {
       });
       const uint8_t* rn = res ? res + n * p_.M * OHW : nullptr;
       uint8_t* yn = y + n * p_.M * OHW;
-      pool.parallel_for(msplit * psplit, [&](int64_t t, int thread) {
-        const int64_t ps = t / msplit, ms = t % msplit;  // tile panels major: a thread's share is a region of the image
-        run_task(mpanels_ * ms / msplit, mpanels_ * (ms + 1) / msplit, npanels * ps / psplit,
-                 npanels * (ps + 1) / psplit, rn, yn, reinterpret_cast<int32_t*>(scratch_.get(thread)));
-      });
+      plan_.run_gemm_tasks(pool, u_bytes_ <= winograd::kUInL2Bytes,
+                           [&](int64_t mpa, int64_t mpb, int64_t pi, bool first_pass, int thread) {
+                             tile(mpa, mpb, pi, rn, yn, reinterpret_cast<int32_t*>(scratch_.get(thread)), first_pass);
+                           });
     }
   }
 
  private:
-  // Start of channel panel mp's U (panels are contiguous in order; mp == mpanels_ is the end).
-  const char* u_of(int64_t mp) const { return reinterpret_cast<const char*>(reinterpret_cast<const uint32_t*>(packed_.data()) + panel_m0(mp) * kXi * ngroups_); }
-
-  // Pulls slice `step` of `steps` of channel panel mp's U into L2.
-  void prefetch_u(int64_t mp, int64_t step, int64_t steps) const {
-    if (mp >= mpanels_) return;
-    const char* base = u_of(mp);
-    const int64_t bytes = u_of(mp + 1) - base;
-    for (int64_t o = bytes * step / steps / 64 * 64, e = bytes * (step + 1) / steps; o < e; o += 64)
-      __builtin_prefetch(base + o, 0, 2);
+  // Pulls slice `step` of 16 of channel panel mp's U' into L2 (mp == mpanels: nothing).
+  void prefetch_u(int64_t mp, int64_t step) const {
+    if (mp >= plan_.mpanels) return;
+    const uint32_t* a = reinterpret_cast<const uint32_t*>(packed_.data()) + plan_.panel_m0(mp) * kXi * ngroups_;
+    winograd::prefetch_slice(reinterpret_cast<const char*>(a),
+                             (plan_.panel_m0(mp + 1) - plan_.panel_m0(mp)) * kXi * ngroups_ * 4, step, kXi);
   }
-
-  struct Panel {
-    int64_t t0, nvalid, width, base;
-    int32_t seg_begin, seg_end;
-  };
-
-  int64_t panel_m0(int64_t mp) const { return p_.M * mp / mpanels_; }
 
   // B layout of xi, panel pan, k pair g: the micro-kernels' widened panel (g rows of width x 2).
   int16_t* v_at(const Panel& pan, int64_t xi, int64_t g) const {
-    return v_ + xi * 2 * ngroups_ * tpad_ + pan.base * 2 * ngroups_ + g * 2 * pan.width;
+    return v_ + xi * 2 * ngroups_ * plan_.tpad + pan.base * 2 * ngroups_ + g * 2 * pan.width;
   }
 
   void transform_pair(int64_t g, const uint8_t* x, uint8_t* scratch) const {
@@ -149,33 +109,21 @@ class QConvWinogradU8 final : public Kernel {
       const uint8_t* xc = x + (2 * g + i) * p_.H * p_.W;
       std::memset(plane, zp_x_, static_cast<size_t>(plane_bytes_));
       for (int64_t h = 0; h < p_.H; ++h)
-        std::memcpy(plane + (h + p_.pad_top) * PW_ + p_.pad_left, xc + h * p_.W, static_cast<size_t>(p_.W));
-      int16_t* e = split + i * 2 * PH_ * half_;
-      qu8_winograd_split__avx2(plane, static_cast<size_t>(PW_), static_cast<size_t>(PH_), static_cast<size_t>(half_),
+        std::memcpy(plane + (h + p_.pad_top) * plan_.PW + p_.pad_left, xc + h * p_.W, static_cast<size_t>(p_.W));
+      int16_t* e = split + i * 2 * plan_.PH * half_;
+      qu8_winograd_split__avx2(plane, static_cast<size_t>(plan_.PW), static_cast<size_t>(plan_.PH), static_cast<size_t>(half_),
                                zp_x_, e);
       eo[i] = e;
     }
-    const int64_t ld = 2 * ngroups_ * tpad_;
-    for (const Panel& pan : panels_)
-      qu8_winograd_input_2x2_3x3__avx2(eo[0], eo[1], static_cast<size_t>(half_), segs_.data() + pan.seg_begin,
+    const int64_t ld = 2 * ngroups_ * plan_.tpad;
+    for (const Panel& pan : plan_.panels)
+      qu8_winograd_input_2x2_3x3__avx2(eo[0], eo[1], static_cast<size_t>(half_), plan_.segs.data() + pan.seg_begin,
                                        static_cast<size_t>(pan.seg_end - pan.seg_begin),
                                        static_cast<size_t>(pan.width), v_at(pan, 0, g), static_cast<size_t>(ld));
   }
 
-  void run_task(int64_t mp0, int64_t mp1, int64_t pi0, int64_t pi1, const uint8_t* res, uint8_t* y,
-                int32_t* scratch) const {
-    if (u_bytes_ <= kUInL2Bytes) {
-      for (int64_t pi = pi0; pi < pi1; ++pi)
-        for (int64_t mp = mp0; mp < mp1; mp += kGroup) tile(mp, std::min(mp1, mp + kGroup), pi, res, y, scratch, false);
-    } else {
-      // Channel-panel groups outside, each group's U in L2 across the tile panels.
-      for (int64_t mp = mp0; mp < mp1; mp += kGroup)
-        for (int64_t pi = pi0; pi < pi1; ++pi) tile(mp, std::min(mp1, mp + kGroup), pi, res, y, scratch, pi == pi0);
-    }
-  }
-
   void tile(int64_t mpa, int64_t mpb, int64_t pi, const uint8_t* res, uint8_t* y, int32_t* s, bool first_pass) const {
-    const Panel& pan = panels_[static_cast<size_t>(pi)];
+    const Panel& pan = plan_.panels[static_cast<size_t>(pi)];
     const int64_t w = pan.width, slot = kXi * ks_.mr * w;
     const Qu8GemmUkernel* uks = w == ks_.nr ? ks_.main : ks_.tail;
     const uint32_t* packed = reinterpret_cast<const uint32_t*>(packed_.data());
@@ -184,9 +132,9 @@ class QConvWinogradU8 final : public Kernel {
     // Per channel panel its 16 xi in a row: U' is read as one sequential stream per panel, and on
     // the group's first tile panel the next channel panel's U' is pulled in meanwhile.
     for (int64_t mp = mpa; mp < mpb; ++mp) {
-      const int64_t m0 = panel_m0(mp), mr = panel_m0(mp + 1) - m0;
+      const int64_t m0 = plan_.panel_m0(mp), mr = plan_.panel_m0(mp + 1) - m0;
       for (int64_t xi = 0; xi < kXi; ++xi) {
-        if (first_pass) prefetch_u(mp + 1, xi, kXi);
+        if (first_pass) prefetch_u(mp + 1, xi);
         e.partial = s + (mp - mpa) * slot + xi * mr * w;
         for (int64_t kb = 0; kb < nkb_; ++kb) {
           const int64_t g0 = kb * kgb_, nkg = std::min(kgb_, ngroups_ - g0);
@@ -204,14 +152,14 @@ class QConvWinogradU8 final : public Kernel {
     q.res_scale = rq_.res_scale;
     q.res_zp = rq_.res_zp;
     for (int64_t mp = mpa; mp < mpb; ++mp) {
-      const int64_t m0 = panel_m0(mp), mr = panel_m0(mp + 1) - m0;
+      const int64_t m0 = plan_.panel_m0(mp), mr = plan_.panel_m0(mp + 1) - m0;
       for (int64_t r = 0; r < mr; ++r) {
         const int64_t m = m0 + r;
         q.scale = rq_.scale.data() + m;
         q.bias = rq_.bias.data() + m;
         q.res = res ? res + m * OHW : nullptr;
         qu8_winograd_output_2x2_3x3__avx2(s + (mp - mpa) * slot + r * w, static_cast<size_t>(mr * w),
-                                          static_cast<size_t>(w), segs_.data() + pan.seg_begin,
+                                          static_cast<size_t>(w), plan_.segs.data() + pan.seg_begin,
                                           static_cast<size_t>(pan.seg_end - pan.seg_begin), q, y + m * OHW,
                                           static_cast<size_t>(p_.OH), static_cast<size_t>(p_.OW));
       }
@@ -222,10 +170,8 @@ class QConvWinogradU8 final : public Kernel {
   const Qu8GemmKernels& ks_;
   ops::Requant rq_;
   uint8_t zp_x_ = 0;
-  int64_t TH_ = 0, TW_ = 0, T_ = 0, PH_ = 0, PW_ = 0, tpad_ = 0, ngroups_ = 0, mpanels_ = 0, nkb_ = 0, kgb_ = 0;
-  int64_t u_bytes_ = 0, half_ = 0, plane_bytes_ = 0, scratch_floats_ = 0;
-  std::vector<Panel> panels_;
-  std::vector<F32WinogradSegment> segs_;
+  winograd::Plan plan_;
+  int64_t ngroups_ = 0, nkb_ = 0, kgb_ = 0, u_bytes_ = 0, half_ = 0, plane_bytes_ = 0, scratch_floats_ = 0;
   PackedWeights packed_;
   int16_t* v_ = nullptr;
   ops::ThreadScratch scratch_;
@@ -237,15 +183,7 @@ class QConvWinogradU8 final : public Kernel {
 std::string check_qconv2d_u8_winograd(const NodeContext& ctx) {
   if (std::string r = check_qconv2d_u8_igemm(ctx); !r.empty()) return r;
   const Conv2dParams p = conv2d_params(ctx.graph, ctx.node);
-  if (p.KH != 3 || p.KW != 3) return "kernel " + std::to_string(p.KH) + "x" + std::to_string(p.KW) + ", needs 3x3";
-  if (p.SH != 1 || p.SW != 1) return "stride " + std::to_string(p.SH) + "x" + std::to_string(p.SW) + ", needs 1";
-  if (p.DH != 1 || p.DW != 1) return "dilation " + std::to_string(p.DH) + "x" + std::to_string(p.DW) + ", needs 1";
-  if (p.group != 1) return "group " + std::to_string(p.group) + ", needs 1";
-  const int64_t tiles = ceil_div(p.OH, 2) * ceil_div(p.OW, 2);
-  if (tiles < kMinTiles)
-    return std::to_string(tiles) + " output tiles of 2x2, needs " + std::to_string(kMinTiles) +
-           " to reuse the 16/9 larger transformed weights";
-  if (p.C < kMinChannels) return std::to_string(p.C) + " input channels, needs " + std::to_string(kMinChannels);
+  if (std::string r = winograd::applies(p); !r.empty()) return r;
   if (p.C > kMaxChannels)
     return std::to_string(p.C) + " input channels, at most " + std::to_string(kMaxChannels) +
            " keep 4x the int32 accumulator exact";
