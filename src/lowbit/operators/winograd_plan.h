@@ -16,7 +16,7 @@
 namespace lowbit::winograd {
 
 constexpr int64_t kXi = 16;                 // 4 x 4 transformed elements per tile
-constexpr int64_t kGroup = 4;               // channel panels sharing each B panel from L1
+constexpr int64_t kGroup = 4;               // channel panels whose U stays in L2 across tile panels
 constexpr int64_t kUInL2Bytes = 256 << 10;  // U this small stays in L2 across a task's tile panels
 
 // "" if F(2x2, 3x3) applies to the conv (3x3, stride 1, dilation 1, ungrouped) and repays its
