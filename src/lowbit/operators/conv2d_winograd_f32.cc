@@ -162,11 +162,8 @@ class Conv2dWinogradF32 final : public Kernel {
 }  // namespace
 
 std::string check_conv2d_f32_winograd(const NodeContext& ctx) {
-  for (auto r : {ops::need_f32(ctx, 0, "input"), ops::need_f32(ctx, 1, "weights"), ops::need_f32(ctx, 2, "bias"),
-                 ops::need_f32(ctx, 3, "residual"), ops::need_constant(ctx, 1, "weights"),
-                 ops::need_constant(ctx, 2, "bias"), ops::need_rank4(ctx)})
-    if (!r.empty()) return r;
-  if (ctx.out(0).dtype != DType::f32) return std::string("output dtype ") + dtype_name(ctx.out(0).dtype) + ", needs f32";
+  // The same dtypes, constant weights and rank as the implicit GEMM, then the geometry.
+  if (std::string r = check_conv2d_f32_igemm(ctx); !r.empty()) return r;
   return winograd::applies(conv2d_params(ctx.graph, ctx.node));
 }
 

@@ -36,24 +36,19 @@ using F32WinogradOutput = void (*)(const float* s, size_t ld, size_t nr, const F
                                    float bias, const float* res, float* y, size_t oh_max, size_t ow_max, float lo,
                                    float hi);
 
-void f32_winograd_split__avx2(const float* plane, size_t pw, size_t rows, size_t half, float* eo);
-void f32_winograd_input_2x2_3x3__avx2(const float* eo, size_t half, const F32WinogradSegment* segs, size_t nsegs,
-                                      size_t nr, float* dst, size_t ld);
-void f32_winograd_output_2x2_3x3__avx2(const float* s, size_t ld, size_t nr, const F32WinogradSegment* segs,
-                                       size_t nsegs, float bias, const float* res, float* y, size_t oh_max,
-                                       size_t ow_max, float lo, float hi);
-void f32_winograd_split__avx512(const float* plane, size_t pw, size_t rows, size_t half, float* eo);
-void f32_winograd_input_2x2_3x3__avx512(const float* eo, size_t half, const F32WinogradSegment* segs, size_t nsegs,
-                                      size_t nr, float* dst, size_t ld);
-void f32_winograd_output_2x2_3x3__avx512(const float* s, size_t ld, size_t nr, const F32WinogradSegment* segs,
-                                       size_t nsegs, float bias, const float* res, float* y, size_t oh_max,
-                                       size_t ow_max, float lo, float hi);
-void f32_winograd_split__neon(const float* plane, size_t pw, size_t rows, size_t half, float* eo);
-void f32_winograd_input_2x2_3x3__neon(const float* eo, size_t half, const F32WinogradSegment* segs, size_t nsegs,
-                                      size_t nr, float* dst, size_t ld);
-void f32_winograd_output_2x2_3x3__neon(const float* s, size_t ld, size_t nr, const F32WinogradSegment* segs,
-                                       size_t nsegs, float bias, const float* res, float* y, size_t oh_max,
-                                       size_t ow_max, float lo, float hi);
+// Each ISA's three functions (avx2.cc, avx512.cc, neon.cc; each defined only in builds for its
+// architecture).
+#define LOWBIT_F32_WINOGRAD_DECLARE(ISA)                                                                      \
+  void f32_winograd_split__##ISA(const float* plane, size_t pw, size_t rows, size_t half, float* eo);         \
+  void f32_winograd_input_2x2_3x3__##ISA(const float* eo, size_t half, const F32WinogradSegment* segs,        \
+                                         size_t nsegs, size_t nr, float* dst, size_t ld);                      \
+  void f32_winograd_output_2x2_3x3__##ISA(const float* s, size_t ld, size_t nr, const F32WinogradSegment* segs, \
+                                          size_t nsegs, float bias, const float* res, float* y, size_t oh_max,  \
+                                          size_t ow_max, float lo, float hi);
+LOWBIT_F32_WINOGRAD_DECLARE(avx2)
+LOWBIT_F32_WINOGRAD_DECLARE(avx512)
+LOWBIT_F32_WINOGRAD_DECLARE(neon)
+#undef LOWBIT_F32_WINOGRAD_DECLARE
 
 // The weight transform U = G g G^T of one 3x3 kernel (row-major), in double: run once at creation.
 void f32_winograd_weights_2x2_3x3(const float* g, float* u /* 16 values, xi = 4i + j */);

@@ -23,35 +23,54 @@ using ::lowbit::Qu8GemmKernels;
 using ::lowbit::Qu8Im2colRun;
 
 #ifndef LOWBIT_USE_SIMDE
-// The 16-pixel im2col packer with AVX-512BW: each run of a panel's row is one fault-suppressing
-// masked load (stride 2: a masked 32-byte load of the even bytes and vpmovwb), so neither the
-// blends of the SSE gather nor its bounds checks are needed; the four rows of a k group are then
-// interleaved in one zmm (vpermd puts pixel quad L of every row in lane L, vpshufb transposes
-// each 4x4 byte block) instead of eight unpacks. Same layout as pack_u8x4: b[(g*16 + j)*4 + i].
-class RowGather16 {
+// One panel row of NR = 16 or 32 pixels: each run is one fault-suppressing masked byte load (stride
+// 2: a masked load of the even bytes of twice the width, narrowed by vpmovwb), so the rows need
+// neither blends nor bounds checks.
+template <int NR>
+struct GatherVec;
+template <>
+struct GatherVec<16> {
+  using type = __m128i;
+};
+template <>
+struct GatherVec<32> {
+  using type = __m256i;
+};
+
+template <int NR>
+class RowGatherMasked {
  public:
-  RowGather16(const Qu8Im2colRun* runs, size_t nruns, size_t stride, uint8_t zp) : stride_(stride), nruns_(nruns) {
-    zp_ = _mm_set1_epi8(static_cast<char>(zp));
-    ok_ = (stride == 1 || stride == 2) && nruns <= 16;
+  using Vec = typename GatherVec<NR>::type;
+  RowGatherMasked(const Qu8Im2colRun* runs, size_t nruns, size_t stride, uint8_t zp) : stride_(stride), nruns_(nruns) {
+    if constexpr (NR == 16) zp_ = _mm_set1_epi8(static_cast<char>(zp));
+    else zp_ = _mm256_set1_epi8(static_cast<char>(zp));
+    ok_ = (stride == 1 || stride == 2) && nruns <= static_cast<size_t>(NR);
     if (!ok_) return;
     for (size_t s = 0; s < nruns; ++s) {
-      const uint32_t dst = static_cast<uint32_t>(runs[s].dst), len = static_cast<uint32_t>(runs[s].len);
-      pix_[s] = static_cast<__mmask16>(((1u << len) - 1) << dst);
+      const uint64_t dst = static_cast<uint64_t>(runs[s].dst), len = static_cast<uint64_t>(runs[s].len);
+      pix_[s] = ((uint64_t{1} << len) - 1) << dst;
       base_[s] = runs[s].src - static_cast<int64_t>(dst) * static_cast<int64_t>(stride);
-      uint32_t even = 0;
-      for (uint32_t j = dst; j < dst + len; ++j) even |= 1u << (2 * j);
+      uint64_t even = 0;
+      for (uint64_t j = dst; j < dst + len; ++j) even |= uint64_t{1} << (2 * j);
       even_[s] = even;
     }
   }
   bool ok() const { return ok_; }
-  __m128i row(const uint8_t* x, int64_t koff) const {
-    __m128i v = zp_;
+  Vec row(const uint8_t* x, int64_t koff) const {
+    Vec v = zp_;
     const uint8_t* xk = x + koff;
-    if (stride_ == 1) {
-      for (size_t s = 0; s < nruns_; ++s) v = _mm_mask_loadu_epi8(v, pix_[s], xk + base_[s]);
-    } else {
-      for (size_t s = 0; s < nruns_; ++s)
-        v = _mm_mask_mov_epi8(v, pix_[s], _mm256_cvtepi16_epi8(_mm256_maskz_loadu_epi8(even_[s], xk + base_[s])));
+    for (size_t s = 0; s < nruns_; ++s) {
+      const uint8_t* p = xk + base_[s];
+      if constexpr (NR == 16) {
+        const __mmask16 pix = static_cast<__mmask16>(pix_[s]);
+        v = stride_ == 1 ? _mm_mask_loadu_epi8(v, pix, p)
+                         : _mm_mask_mov_epi8(v, pix, _mm256_cvtepi16_epi8(_mm256_maskz_loadu_epi8(
+                                                         static_cast<__mmask32>(even_[s]), p)));
+      } else {
+        const __mmask32 pix = static_cast<__mmask32>(pix_[s]);
+        v = stride_ == 1 ? _mm256_mask_loadu_epi8(v, pix, p)
+                         : _mm256_mask_mov_epi8(v, pix, _mm512_cvtepi16_epi8(_mm512_maskz_loadu_epi8(even_[s], p)));
+      }
     }
     return v;
   }
@@ -59,15 +78,17 @@ class RowGather16 {
  private:
   size_t stride_, nruns_;
   bool ok_ = false;
-  __m128i zp_;
-  __mmask16 pix_[16];
-  __mmask32 even_[16];
-  int64_t base_[16];
+  Vec zp_;
+  uint64_t pix_[NR], even_[NR];
+  int64_t base_[NR];
 };
 
+// The 16-pixel im2col packer with AVX-512BW: the rows of a k group through RowGatherMasked, then
+// interleaved in one zmm (vpermd puts pixel quad L of every row in lane L, vpshufb transposes each
+// 4x4 byte block) instead of eight unpacks. Same layout as pack_u8x4: b[(g*16 + j)*4 + i].
 void pack_u8x4_16__avx512(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff, const Qu8Im2colRun* runs,
                           size_t nruns, size_t stride, uint8_t zp_x, void* b_) {
-  const RowGather16 gather(runs, nruns, stride, zp_x);
+  const RowGatherMasked<16> gather(runs, nruns, stride, zp_x);
   if (!gather.ok()) {
     pack_u8x4<16>(kg, x, avail, koff, runs, nruns, stride, 16, zp_x, b_);
     return;
@@ -99,48 +120,10 @@ void pack_u8x4_32_generic(size_t kg, const uint8_t* x, size_t avail, const int64
 }
 
 #ifndef LOWBIT_USE_SIMDE
-// RowGather16's scheme on 32 pixels: ymm masked loads (stride 2: a zmm masked load of the even
-// bytes and vpmovwb).
-class RowGather32 {
- public:
-  RowGather32(const Qu8Im2colRun* runs, size_t nruns, size_t stride, uint8_t zp) : stride_(stride), nruns_(nruns) {
-    zp_ = _mm256_set1_epi8(static_cast<char>(zp));
-    ok_ = (stride == 1 || stride == 2) && nruns <= 32;
-    if (!ok_) return;
-    for (size_t s = 0; s < nruns; ++s) {
-      const uint64_t dst = static_cast<uint64_t>(runs[s].dst), len = static_cast<uint64_t>(runs[s].len);
-      pix_[s] = static_cast<__mmask32>(((uint64_t{1} << len) - 1) << dst);
-      base_[s] = runs[s].src - static_cast<int64_t>(dst) * static_cast<int64_t>(stride);
-      uint64_t even = 0;
-      for (uint64_t j = dst; j < dst + len; ++j) even |= uint64_t{1} << (2 * j);
-      even_[s] = even;
-    }
-  }
-  bool ok() const { return ok_; }
-  __m256i row(const uint8_t* x, int64_t koff) const {
-    __m256i v = zp_;
-    const uint8_t* xk = x + koff;
-    if (stride_ == 1) {
-      for (size_t s = 0; s < nruns_; ++s) v = _mm256_mask_loadu_epi8(v, pix_[s], xk + base_[s]);
-    } else {
-      for (size_t s = 0; s < nruns_; ++s)
-        v = _mm256_mask_mov_epi8(v, pix_[s], _mm512_cvtepi16_epi8(_mm512_maskz_loadu_epi8(even_[s], xk + base_[s])));
-    }
-    return v;
-  }
-
- private:
-  size_t stride_, nruns_;
-  bool ok_ = false;
-  __m256i zp_;
-  __mmask32 pix_[32];
-  __mmask64 even_[32];
-  int64_t base_[32];
-};
-
+// The same on 32 pixels: two zmm per k group.
 void pack_u8x4_32__avx512(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff, const Qu8Im2colRun* runs,
                           size_t nruns, size_t stride, uint8_t zp_x, void* b_) {
-  const RowGather32 gather(runs, nruns, stride, zp_x);
+  const RowGatherMasked<32> gather(runs, nruns, stride, zp_x);
   if (!gather.ok()) {
     pack_u8x4_32_generic(kg, x, avail, koff, runs, nruns, stride, zp_x, b_);
     return;

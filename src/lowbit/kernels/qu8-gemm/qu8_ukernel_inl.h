@@ -197,11 +197,5 @@ inline void requant_store_row(const __m256i (&acc)[NR / 8], size_t nc, int r, ui
   }
 }
 
-template <int NR>
-inline void requant_store_row(const __m256i (&acc)[NR / 8], size_t nc, int r, uint8_t* c,
-                              const ::lowbit::Qu8GemmEpilogue& e) {
-  requant_store_row<NR>(acc, nc, r, c, YmmRequant(e));
-}
-
 }  // namespace
 }  // namespace LOWBIT_KERNEL_NS
