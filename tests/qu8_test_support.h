@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lowbit/ir/op_params.h"
@@ -242,6 +243,17 @@ inline std::vector<ConvCase> conv_cases(bool big) {
     c.N = variant == 5 ? 2 : 1;
     c.bias = variant != 1;
     c.zp_y = variant == 4 ? 0 : 37;
+    add(c);
+  }
+  // Maps that end in a narrow panel of 1-4 pixels after 16- and 32-wide ones (7x7 = 3x16 + 1 =
+  // 32 + 16 + 1, 18, 35, 20), with enough k groups for several K blocks and an odd remainder of
+  // the narrow kernels' unrolled k loop.
+  for (auto [h, w] : {std::pair<int64_t, int64_t>{7, 7}, {3, 6}, {5, 7}, {4, 5}}) {
+    ConvCase c;
+    c.C = big ? 131 : 37;
+    c.M = 21;
+    c.H = h, c.W = w;
+    c.residual = h % 2 == 1;
     add(c);
   }
   // Extremes: all 255 x all -128 (and x 127), random mixes of 0/255 and -128/127; K = 4608+.

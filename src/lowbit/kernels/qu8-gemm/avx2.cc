@@ -83,26 +83,39 @@ template <int MR, int NP>
                                                const Qu8GemmEpilogue& e) {
   const __m256i rows = _mm256_cmpgt_epi32(_mm256_set1_epi32(MR), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   constexpr int U = (4 + NP - 1) / NP;
+  // Every loop over acc is unrolled: one indexed at run time makes GCC keep acc in memory and
+  // store each accumulator after every update.
   __m256i acc[NP][U];
+  #pragma GCC unroll 4
   for (int j = 0; j < NP; ++j) {
     acc[j][0] = e.first ? (e.row_init ? _mm256_maskload_epi32(e.row_init, rows) : _mm256_setzero_si256())
                         : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e.partial + j * 8));
+    #pragma GCC unroll 4
     for (int u = 1; u < U; ++u) acc[j][u] = _mm256_setzero_si256();
   }
   size_t k = 0;
   for (; k + U <= kg; k += U)
+    #pragma GCC unroll 4
     for (int u = 0; u < U; ++u) {
       const __m256i av = _mm256_maskload_epi32(a + (k + u) * MR, rows);
+      #pragma GCC unroll 4
       for (int j = 0; j < NP; ++j)
         acc[j][u] = _mm256_add_epi32(acc[j][u], _mm256_madd_epi16(av, _mm256_set1_epi32(b[(k + u) * 8 + j])));
     }
   for (; k < kg; ++k) {
     const __m256i av = _mm256_maskload_epi32(a + k * MR, rows);
+    #pragma GCC unroll 4
     for (int j = 0; j < NP; ++j) acc[j][0] = _mm256_add_epi32(acc[j][0], _mm256_madd_epi16(av, _mm256_set1_epi32(b[k * 8 + j])));
   }
+  __m256i sums[NP];
+  #pragma GCC unroll 4
   for (int j = 0; j < NP; ++j) {
-    __m256i sum = acc[j][0];
-    for (int u = 1; u < U; ++u) sum = _mm256_add_epi32(sum, acc[j][u]);
+    sums[j] = acc[j][0];
+    #pragma GCC unroll 4
+    for (int u = 1; u < U; ++u) sums[j] = _mm256_add_epi32(sums[j], acc[j][u]);
+  }
+  for (int j = 0; j < NP; ++j) {
+    const __m256i sum = sums[j];
     if (!e.last) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(e.partial + j * 8), sum);
       continue;

@@ -377,33 +377,48 @@ void qu8_gemm_tile8__avx512vnni(size_t nc, size_t kg, const void* a_, const void
 // Channels in lanes (Qu8GemmKernels::narrow) for a panel of NP <= 4 pixels packed 8 wide:
 // acc[j] holds pixel j of the MR rows in lanes 0..MR-1 (the masked weight load zeroes the rest),
 // each k group one weight-vector load and, per pixel, one vpdpbusd with the pixel's 4 activations
-// broadcast. U accumulators per pixel over alternate k groups hide the vpdpbusd latency; their
-// int32 sum wraps like one accumulator would. e.partial holds NP x 16 words.
+// broadcast. U accumulators per pixel over alternate k groups hide the vpdpbusd latency: two issue
+// per cycle, each waits ~4 cycles for its predecessor, so 8 chains keep the pipes busy (with 4,
+// the 1-pixel tail of a 7 x 7 map ran at ~1/3 of the tiles' rate per pixel). Their int32 sum
+// wraps like one accumulator would. e.partial holds NP x 16 words.
 template <int MR, int NP, int BS>
 [[gnu::always_inline]] inline void narrow_body(size_t kg, const int32_t* a, const int32_t* b, uint8_t* c, size_t ldc,
                                                const Qu8GemmEpilogue& e) {
   constexpr __mmask16 rows = static_cast<__mmask16>((1u << MR) - 1);
-  constexpr int U = (4 + NP - 1) / NP;
+  constexpr int U = (8 + NP - 1) / NP;
+  // Every loop over acc is unrolled: one indexed at run time makes GCC keep acc in memory and
+  // store each accumulator after every vpdpbusd.
   __m512i acc[NP][U];
+  #pragma GCC unroll 4
   for (int j = 0; j < NP; ++j) {
     acc[j][0] = e.first ? (e.row_init ? zmaskz_loadu_epi32(rows, e.row_init) : _mm512_setzero_si512())
                         : _mm512_loadu_si512(e.partial + j * 16);
+    #pragma GCC unroll 8
     for (int u = 1; u < U; ++u) acc[j][u] = _mm512_setzero_si512();
   }
   size_t k = 0;
   for (; k + U <= kg; k += U)
+    #pragma GCC unroll 8
     for (int u = 0; u < U; ++u) {
       const __m512i av = zmaskz_loadu_epi32(rows, a + (k + u) * MR);
+      #pragma GCC unroll 4
       for (int j = 0; j < NP; ++j)
         acc[j][u] = _mm512_dpbusd_epi32(acc[j][u], _mm512_set1_epi32(b[(k + u) * BS + j]), av);
     }
   for (; k < kg; ++k) {
     const __m512i av = zmaskz_loadu_epi32(rows, a + k * MR);
+    #pragma GCC unroll 4
     for (int j = 0; j < NP; ++j) acc[j][0] = _mm512_dpbusd_epi32(acc[j][0], _mm512_set1_epi32(b[k * BS + j]), av);
   }
+  __m512i sums[NP];
+  #pragma GCC unroll 4
   for (int j = 0; j < NP; ++j) {
-    __m512i sum = acc[j][0];
-    for (int u = 1; u < U; ++u) sum = _mm512_add_epi32(sum, acc[j][u]);
+    sums[j] = acc[j][0];
+    #pragma GCC unroll 8
+    for (int u = 1; u < U; ++u) sums[j] = _mm512_add_epi32(sums[j], acc[j][u]);
+  }
+  for (int j = 0; j < NP; ++j) {
+    const __m512i sum = sums[j];
     if (!e.last) {
       _mm512_storeu_si512(e.partial + j * 16, sum);
       continue;
