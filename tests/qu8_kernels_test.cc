@@ -96,6 +96,13 @@ TEST(Qu8Conv, Avx512Vnni8x32MatchesReferenceNatively) {
     qu8test::expect_conv_exact(c, [](const NodeContext& ctx) { return create_qconv2d_u8_igemm_avx512vnni_8x32(ctx); });
 }
 
+TEST(Qu8Conv, Avx512Vnni8x48MatchesReferenceNatively) {
+  if (!host_target().has(Feature::avx512vnni) || !host_target().has(Feature::avx512bw))
+    GTEST_SKIP() << "host lacks AVX-512 VNNI (tests/simde covers the kernel)";
+  for (const ConvCase& c : qu8test::conv_cases(/*big=*/true))
+    qu8test::expect_conv_exact(c, [](const NodeContext& ctx) { return create_qconv2d_u8_igemm_avx512vnni_8x48(ctx); });
+}
+
 TEST(Qu8Conv, AvxVnniMatchesReferenceNatively) {
   if (!host_target().has(Feature::avxvnni)) GTEST_SKIP() << "host lacks AVX-VNNI (tests/simde covers the kernel)";
   for (const ConvCase& c : qu8test::conv_cases(/*big=*/true))

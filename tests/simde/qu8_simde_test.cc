@@ -26,6 +26,14 @@ TEST(Qu8ConvSimde, Avx512Vnni8x32MatchesReference) {
     });
 }
 
+TEST(Qu8ConvSimde, Avx512Vnni8x48MatchesReference) {
+  if (!host_has_avx2()) GTEST_SKIP() << "this build of the emulation uses AVX2 + FMA";
+  for (const qu8test::ConvCase& c : qu8test::conv_cases(/*big=*/true))
+    qu8test::expect_conv_exact(c, [](const NodeContext& ctx) {
+      return create_qconv2d_u8_igemm(ctx, simde_emulated::qu8_gemm_kernels_avx512vnni_8x48());
+    });
+}
+
 TEST(Qu8ConvSimde, AvxVnniMatchesReference) {
   if (!host_has_avx2()) GTEST_SKIP() << "this build of the emulation uses AVX2 + FMA";
   for (const qu8test::ConvCase& c : qu8test::conv_cases(/*big=*/true))

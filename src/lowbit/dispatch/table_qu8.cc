@@ -43,7 +43,10 @@ std::vector<KernelCandidate> qu8_candidates() {
                LOWBIT_X86_ONLY(create_qconv2d_u8_dwconv_avx2), {"qu8_dwconv2d_chw__avx2"}, qu8_dwconv_avx2_vs_fp32});
   t.push_back({"QConv", "qu8-conv2d-igemm-8x32-avx512vnni", x86, {F::avx512f, F::avx512bw, F::avx512vnni},
                check_qconv2d_u8_igemm_8x32, LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avx512vnni_8x32),
-               {"qu8_gemm_tile32__avx512vnni", "qu8_gemm_tile16__avx512vnni", "qu8_gemm_narrow__avx512vnni"}});
+               {"qu8_gemm_wide__avx512vnni", "qu8_gemm_tile16__avx512vnni", "qu8_gemm_narrow__avx512vnni"}});
+  t.push_back({"QConv", "qu8-conv2d-igemm-8x48-avx512vnni", x86, {F::avx512f, F::avx512bw, F::avx512vnni},
+               check_qconv2d_u8_igemm_8x48, LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avx512vnni_8x48),
+               {"qu8_gemm_wide__avx512vnni", "qu8_gemm_tile16__avx512vnni", "qu8_gemm_narrow__avx512vnni"}});
   t.push_back({"QConv", "qu8-conv2d-igemm-16x16-avx512vnni", x86, {F::avx512f, F::avx512bw, F::avx512vnni},
                check_qconv2d_u8_igemm, LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avx512vnni),
                {"qu8_gemm_tile16__avx512vnni", "qu8_gemm_tile8__avx512vnni", "qu8_gemm_narrow__avx512vnni"}});

@@ -26,6 +26,8 @@ std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avx512vnni(const NodeContext& ct
 // The 8 x 32 VNNI tiles, for maps that fill 32-pixel panels about as well as 16-pixel ones.
 std::string check_qconv2d_u8_igemm_8x32(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avx512vnni_8x32(const NodeContext& ctx);
+std::string check_qconv2d_u8_igemm_8x48(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avx512vnni_8x48(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avxvnni(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_qconv2d_u8_igemm_neon(const NodeContext& ctx);     // aarch64 builds only
 std::unique_ptr<Kernel> create_qconv2d_u8_igemm_neondot(const NodeContext& ctx);  // aarch64 builds only

@@ -36,6 +36,10 @@ template <>
 struct GatherVec<32> {
   using type = __m256i;
 };
+template <>
+struct GatherVec<48> {
+  using type = __m512i;
+};
 
 template <int NR>
 class RowGatherMasked {
@@ -43,16 +47,21 @@ class RowGatherMasked {
   using Vec = typename GatherVec<NR>::type;
   RowGatherMasked(const Qu8Im2colRun* runs, size_t nruns, size_t stride, uint8_t zp) : stride_(stride), nruns_(nruns) {
     if constexpr (NR == 16) zp_ = _mm_set1_epi8(static_cast<char>(zp));
-    else zp_ = _mm256_set1_epi8(static_cast<char>(zp));
+    else if constexpr (NR == 32) zp_ = _mm256_set1_epi8(static_cast<char>(zp));
+    else zp_ = _mm512_set1_epi8(static_cast<char>(zp));
     ok_ = (stride == 1 || stride == 2) && nruns <= static_cast<size_t>(NR);
     if (!ok_) return;
     for (size_t s = 0; s < nruns; ++s) {
       const uint64_t dst = static_cast<uint64_t>(runs[s].dst), len = static_cast<uint64_t>(runs[s].len);
       pix_[s] = ((uint64_t{1} << len) - 1) << dst;
       base_[s] = runs[s].src - static_cast<int64_t>(dst) * static_cast<int64_t>(stride);
-      uint64_t even = 0;
-      for (uint64_t j = dst; j < dst + len; ++j) even |= uint64_t{1} << (2 * j);
+      uint64_t even = 0, even_hi = 0;  // source bytes 2j: pixels 0-31, then 32-47 from 64 on
+      for (uint64_t j = dst; j < dst + len; ++j) {
+        if (j < 32) even |= uint64_t{1} << (2 * j);
+        else even_hi |= uint64_t{1} << (2 * (j - 32));
+      }
       even_[s] = even;
+      even_hi_[s] = even_hi;
     }
   }
   bool ok() const { return ok_; }
@@ -66,10 +75,16 @@ class RowGatherMasked {
         v = stride_ == 1 ? _mm_mask_loadu_epi8(v, pix, p)
                          : _mm_mask_mov_epi8(v, pix, _mm256_cvtepi16_epi8(_mm256_maskz_loadu_epi8(
                                                          static_cast<__mmask32>(even_[s]), p)));
-      } else {
+      } else if constexpr (NR == 32) {
         const __mmask32 pix = static_cast<__mmask32>(pix_[s]);
         v = stride_ == 1 ? _mm256_mask_loadu_epi8(v, pix, p)
                          : _mm256_mask_mov_epi8(v, pix, _mm512_cvtepi16_epi8(_mm512_maskz_loadu_epi8(even_[s], p)));
+      } else if (stride_ == 1) {
+        v = _mm512_mask_loadu_epi8(v, pix_[s], p);
+      } else {
+        const __m256i lo = _mm512_cvtepi16_epi8(_mm512_maskz_loadu_epi8(even_[s], p));
+        const __m128i hi = _mm256_cvtepi16_epi8(_mm256_maskz_loadu_epi8(static_cast<__mmask32>(even_hi_[s]), p + 64));
+        v = _mm512_mask_mov_epi8(v, pix_[s], _mm512_inserti32x4(_mm512_castsi256_si512(lo), hi, 2));
       }
     }
     return v;
@@ -79,7 +94,7 @@ class RowGatherMasked {
   size_t stride_, nruns_;
   bool ok_ = false;
   Vec zp_;
-  uint64_t pix_[NR], even_[NR];
+  uint64_t pix_[NR], even_[NR], even_hi_[NR];
   int64_t base_[NR];
 };
 
@@ -106,16 +121,17 @@ void pack_u8x4_16__avx512(size_t kg, const uint8_t* x, size_t avail, const int64
 }
 #endif
 
-// Portable 32-pixel packer (the SIMDe build, and strides other than 1 and 2): each row through
-// qu8_gather_row, then interleaved byte by byte.
-void pack_u8x4_32_generic(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff, const Qu8Im2colRun* runs,
-                          size_t nruns, size_t stride, uint8_t zp_x, void* b_) {
+// Portable 32- and 48-pixel packer (the SIMDe build, and strides other than 1 and 2): each row
+// through qu8_gather_row, then interleaved byte by byte.
+template <int NR>
+void pack_u8x4_generic(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff, const Qu8Im2colRun* runs,
+                       size_t nruns, size_t stride, uint8_t zp_x, void* b_) {
   uint8_t* b = static_cast<uint8_t*>(b_);
-  alignas(16) uint8_t t[4][32 + 32];
+  alignas(16) uint8_t t[4][NR + 32];
   for (size_t g = 0; g < kg; ++g) {
-    for (int i = 0; i < 4; ++i) qu8_gather_row(x, avail, koff[4 * g + i], runs, nruns, stride, 32, zp_x, t[i]);
-    for (int j = 0; j < 32; ++j)
-      for (int i = 0; i < 4; ++i) b[(g * 32 + j) * 4 + i] = t[i][j];
+    for (int i = 0; i < 4; ++i) qu8_gather_row(x, avail, koff[4 * g + i], runs, nruns, stride, NR, zp_x, t[i]);
+    for (int j = 0; j < NR; ++j)
+      for (int i = 0; i < 4; ++i) b[(g * NR + j) * 4 + i] = t[i][j];
   }
 }
 
@@ -125,7 +141,7 @@ void pack_u8x4_32__avx512(size_t kg, const uint8_t* x, size_t avail, const int64
                           size_t nruns, size_t stride, uint8_t zp_x, void* b_) {
   const RowGatherMasked<32> gather(runs, nruns, stride, zp_x);
   if (!gather.ok()) {
-    pack_u8x4_32_generic(kg, x, avail, koff, runs, nruns, stride, zp_x, b_);
+    pack_u8x4_generic<32>(kg, x, avail, koff, runs, nruns, stride, zp_x, b_);
     return;
   }
   __m512i* b = static_cast<__m512i*>(b_);
@@ -145,13 +161,51 @@ void pack_u8x4_32__avx512(size_t kg, const uint8_t* x, size_t avail, const int64
 }
 #endif
 
+#ifndef LOWBIT_USE_SIMDE
+// 48 pixels: three zmm per k group. Rows are zmm (48 of 64 bytes used); output vector c holds
+// pixels 16c..16c+15 of the four rows: their 128-bit lane c, gathered by two vshufi64x2 levels.
+void pack_u8x4_48__avx512(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff, const Qu8Im2colRun* runs,
+                          size_t nruns, size_t stride, uint8_t zp_x, void* b_) {
+  const RowGatherMasked<48> gather(runs, nruns, stride, zp_x);
+  if (!gather.ok()) {
+    pack_u8x4_generic<48>(kg, x, avail, koff, runs, nruns, stride, zp_x, b_);
+    return;
+  }
+  __m512i* b = static_cast<__m512i*>(b_);
+  const __m512i quads = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512i bytes = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+  const auto quad = [&](__m512i z) { return _mm512_shuffle_epi8(_mm512_permutexvar_epi32(quads, z), bytes); };
+  for (size_t g = 0; g < kg; ++g) {
+    const __m512i r0 = gather.row(x, koff[4 * g]), r1 = gather.row(x, koff[4 * g + 1]);
+    const __m512i r2 = gather.row(x, koff[4 * g + 2]), r3 = gather.row(x, koff[4 * g + 3]);
+    // [r0.c r0.c r1.c r1.c] and [r2.c r2.c r3.c r3.c], then lanes 0 and 2 of each: [r0.c r1.c r2.c r3.c].
+    _mm512_store_si512(b++, quad(_mm512_shuffle_i64x2(_mm512_shuffle_i64x2(r0, r1, 0x00),
+                                                      _mm512_shuffle_i64x2(r2, r3, 0x00), 0x88)));
+    _mm512_store_si512(b++, quad(_mm512_shuffle_i64x2(_mm512_shuffle_i64x2(r0, r1, 0x55),
+                                                      _mm512_shuffle_i64x2(r2, r3, 0x55), 0x88)));
+    _mm512_store_si512(b++, quad(_mm512_shuffle_i64x2(_mm512_shuffle_i64x2(r0, r1, 0xAA),
+                                                      _mm512_shuffle_i64x2(r2, r3, 0xAA), 0x88)));
+  }
+}
+#endif
+
+void qu8_pack_u8x4_48__avx512vnni(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff,
+                                  const Qu8Im2colRun* runs, size_t nruns, size_t stride, size_t nr, uint8_t zp_x,
+                                  void* b) {
+#ifndef LOWBIT_USE_SIMDE
+  pack_u8x4_48__avx512(kg, x, avail, koff, runs, nruns, stride, zp_x, b);
+#else
+  pack_u8x4_generic<48>(kg, x, avail, koff, runs, nruns, stride, zp_x, b);
+#endif
+}
+
 void qu8_pack_u8x4_32__avx512vnni(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff,
                                   const Qu8Im2colRun* runs, size_t nruns, size_t stride, size_t nr, uint8_t zp_x,
                                   void* b) {
 #ifndef LOWBIT_USE_SIMDE
   pack_u8x4_32__avx512(kg, x, avail, koff, runs, nruns, stride, zp_x, b);
 #else
-  pack_u8x4_32_generic(kg, x, avail, koff, runs, nruns, stride, zp_x, b);
+  pack_u8x4_generic<32>(kg, x, avail, koff, runs, nruns, stride, zp_x, b);
 #endif
 }
 
@@ -300,50 +354,58 @@ void qu8_gemm_tile16__avx512vnni(size_t nc, size_t kg, const void* a_, const voi
   for (int r = 0; r < MR; ++r) requant_store_row_zmm(acc[r], nc, r, c + r * ldc, q);
 }
 
-// Tile MR x 32 (MR <= 8): two zmm accumulators per row, so a k group costs two B loads and MR
-// broadcasts for 2 MR vpdpbusd. The 16 x 16 tile needs 17 loads for 16 vpdpbusd, more than the
-// load ports sustain next to two vpdpbusd per cycle; this one stays under (qu8_peak: ~99% of the
-// vpdpbusd peak in the loop against ~93%).
-template <int MR>
-void qu8_gemm_tile32__avx512vnni(size_t nc, size_t kg, const void* a_, const void* b_, uint8_t* c, size_t ldc,
-                                 const Qu8GemmEpilogue& e) {
+// Tile MR x 16 NV (MR <= 8; NV = 2 or 3): NV zmm accumulators per row, so a k group costs NV B
+// loads and MR broadcasts for NV MR vpdpbusd. The 16 x 16 tile needs 17 loads for 16 vpdpbusd,
+// more than the load ports sustain next to two vpdpbusd per cycle; 8 x 32 needs 10 for 16 and
+// 8 x 48 11 for 24 (qu8_peak: ~99% of the vpdpbusd peak in the loop against ~93%). 8 x 48 also
+// reads the weights once per 48 pixels: ResNet's 7 x 7 maps (48 + 1) pass over them twice
+// instead of four times (16 x 16: 3 panels + 1).
+template <int MR, int NV>
+void qu8_gemm_wide__avx512vnni(size_t nc, size_t kg, const void* a_, const void* b_, uint8_t* c, size_t ldc,
+                               const Qu8GemmEpilogue& e) {
+  constexpr int NR = 16 * NV;
   const int32_t* __restrict a = static_cast<const int32_t*>(a_);
   const __m512i* __restrict b = static_cast<const __m512i*>(b_);
-  __m512i acc0[MR], acc1[MR];
+  __m512i acc[MR][NV];
   #pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) {
-    if (e.first) {
-      acc0[r] = acc1[r] = e.row_init ? _mm512_set1_epi32(e.row_init[r]) : _mm512_setzero_si512();
-    } else {
-      acc0[r] = _mm512_loadu_si512(e.partial + r * 32);
-      acc1[r] = _mm512_loadu_si512(e.partial + r * 32 + 16);
-    }
-  }
+  for (int r = 0; r < MR; ++r)
+    #pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v)
+      acc[r][v] = e.first ? (e.row_init ? _mm512_set1_epi32(e.row_init[r]) : _mm512_setzero_si512())
+                          : _mm512_loadu_si512(e.partial + r * NR + v * 16);
   for (size_t k = 0; k < kg; ++k) {
-    const __m512i b0 = _mm512_load_si512(b), b1 = _mm512_load_si512(b + 1);
+    __m512i bv[NV];
+    #pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) bv[v] = _mm512_load_si512(b + v);
     #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m512i av = _mm512_set1_epi32(a[r]);
-      acc0[r] = _mm512_dpbusd_epi32(acc0[r], b0, av);
-      acc1[r] = _mm512_dpbusd_epi32(acc1[r], b1, av);
+      #pragma GCC unroll 3
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], bv[v], av);
     }
     a += MR;
-    b += 2;
+    b += NV;
   }
   if (!e.last) {
     #pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      _mm512_storeu_si512(e.partial + r * 32, acc0[r]);
-      _mm512_storeu_si512(e.partial + r * 32 + 16, acc1[r]);
-    }
+    for (int r = 0; r < MR; ++r)
+      #pragma GCC unroll 3
+      for (int v = 0; v < NV; ++v) _mm512_storeu_si512(e.partial + r * NR + v * 16, acc[r][v]);
     return;
   }
   const ZmmRequant q(e);
-  const size_t nc0 = nc < 16 ? nc : 16, nc1 = nc - nc0;
+  size_t ncv[NV];
+  #pragma GCC unroll 3
+  for (int v = 0; v < NV; ++v) {
+    const size_t lo = static_cast<size_t>(16 * v);
+    ncv[v] = nc <= lo ? 0 : std::min<size_t>(16, nc - lo);
+  }
   #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
-    requant_store_row_zmm(acc0[r], nc0, r, c + r * ldc, q);
-    if (nc1) requant_store_row_zmm(acc1[r], nc1, r, c + r * ldc + 16, ZmmRequant::shifted(q, 16));
+    requant_store_row_zmm(acc[r][0], ncv[0], r, c + r * ldc, q);
+    #pragma GCC unroll 3
+    for (int v = 1; v < NV; ++v)
+      if (ncv[v]) requant_store_row_zmm(acc[r][v], ncv[v], r, c + r * ldc + 16 * v, ZmmRequant::shifted(q, 16 * v));
   }
 }
 
@@ -460,14 +522,33 @@ void fill(Qu8GemmKernels& k, std::integer_sequence<int, MRs...>) {
    ...);
 }
 
-template <int... MRs>
-void fill32(Qu8GemmKernels& k, std::integer_sequence<int, MRs...>) {
-  ((k.main[MRs + 1] = qu8_gemm_tile32__avx512vnni<MRs + 1>, k.tail[MRs + 1] = qu8_gemm_tile16__avx512vnni<MRs + 1>,
+template <int NV, int... MRs>
+void fill_wide(Qu8GemmKernels& k, std::integer_sequence<int, MRs...>) {
+  ((k.main[MRs + 1] = qu8_gemm_wide__avx512vnni<MRs + 1, NV>, k.tail[MRs + 1] = qu8_gemm_tile16__avx512vnni<MRs + 1>,
     k.narrow[MRs + 1] = qu8_gemm_narrow__avx512vnni<MRs + 1, 16>),
    ...);
 }
 
 }  // namespace
+
+const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx512vnni_8x48() {
+  static const Qu8GemmKernels ks = [] {
+    Qu8GemmKernels k;
+    k.isa = "avx512vnni";
+    k.mr = 8;
+    k.kg = 4;
+    k.widened = false;
+    k.nr = 48;
+    k.nr_tail = 16;
+    k.kc_max = 512;  // a 24 KB B panel in L1
+    k.narrow_max = 4;
+    fill_wide<3>(k, std::make_integer_sequence<int, 8>{});
+    k.pack = qu8_pack_u8x4_48__avx512vnni;
+    k.pack_tail = qu8_pack_u8x4__avx512vnni<16>;
+    return k;
+  }();
+  return ks;
+}
 
 const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx512vnni_8x32() {
   static const Qu8GemmKernels ks = [] {
@@ -480,7 +561,7 @@ const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx512vnni_8x32() {
     k.nr_tail = 16;
     k.kc_max = 512;  // a 16 KB B panel in L1
     k.narrow_max = 4;
-    fill32(k, std::make_integer_sequence<int, 8>{});
+    fill_wide<2>(k, std::make_integer_sequence<int, 8>{});
     k.pack = qu8_pack_u8x4_32__avx512vnni;
     k.pack_tail = qu8_pack_u8x4__avx512vnni<16>;
     return k;

@@ -67,7 +67,7 @@ struct Qu8GemmKernels {
   // Not widened: the packer stores x - x_shift (0 for vpdpbusd's u8; 128 for sdot, whose operands
   // are both s8: x ^ 0x80), and row_init = (x_shift - zp_x) * sum_k w[m][k] restores sum (x - zp_x) w.
   int32_t x_shift = 0;
-  int nr = 16, nr_tail = 8;    // panel widths (nr 16 or 32)
+  int nr = 16, nr_tail = 8;    // panel widths (nr 16, 32 or 48)
   int kc_max = 512;            // K values per block: one kc x nr B panel stays in L1
   Qu8GemmUkernel main[kMaxMR + 1] = {};  // MR x nr, indexed by MR
   Qu8GemmUkernel tail[kMaxMR + 1] = {};  // MR x nr_tail
@@ -87,9 +87,10 @@ namespace LOWBIT_KERNEL_NS {
 // Exact u8 x s8 via int16 widening + vpmaddwd (no vpmaddubsw saturation).
 const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx2();
 // vpdpbusd (u8 x s8 -> i32, exact), zmm: 16 pixels per vector; 16 x 16 tiles (any map) and
-// 8 x 32 tiles (fewer loads per vpdpbusd; for maps that fill 32-wide panels).
+// 8 x 32 and 8 x 48 tiles (fewer loads per vpdpbusd; for maps that fill their panels).
 const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx512vnni();
 const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx512vnni_8x32();
+const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx512vnni_8x48();
 // VEX vpdpbusd on ymm (Alder Lake+, Zen 5).
 const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avxvnni();
 // AArch64 Advanced SIMD: int16 widening + smlal (u8 - zp_x and i8 both fit int16, exact).
