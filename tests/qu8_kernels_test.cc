@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "lowbit/kernels/reference/reference.h"
 #include "lowbit/operators/qconv2d_u8.h"
@@ -138,6 +139,13 @@ TEST(Qu8Conv, WinogradAvx2MatchesReference) {
       c.seed = seed++;
       cases.push_back(c);
     }
+  // Tile counts that leave a last panel of 1-3 tiles (the channels-in-lanes kernel): 7 x 7 = 49,
+  // 5 x 7 = 35, 2 x 17 = 34 tiles.
+  for (auto [h, w] : {std::pair<int64_t, int64_t>{14, 14}, {10, 14}, {4, 34}}) {
+    ConvCase c;
+    c.C = 41, c.M = 17, c.H = h, c.W = w, c.residual = h == 10, c.seed = seed++;
+    cases.push_back(c);
+  }
   ConvCase big;  // 3 K blocks, 4 channel panels per group and more
   big.C = 1100, big.M = 40, big.H = 12, big.W = 11, big.fill = qu8test::Fill::extreme_min, big.zp_x = 0;
   cases.push_back(big);

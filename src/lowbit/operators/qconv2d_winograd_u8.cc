@@ -125,7 +125,13 @@ class QConvWinogradU8 final : public Kernel {
   void tile(int64_t mpa, int64_t mpb, int64_t pi, const uint8_t* res, uint8_t* y, int32_t* s, bool first_pass) const {
     const Panel& pan = plan_.panels[static_cast<size_t>(pi)];
     const int64_t w = pan.width, slot = kXi * ks_.mr * w;
-    const Qu8GemmUkernel* uks = w == ks_.nr ? ks_.main : ks_.tail;
+    // A tail panel of a few tiles (14 x 14 maps: 7 x 7 = 3 x 16 + 1 tiles) runs channels in lanes:
+    // one vpmaddwd per tile and k pair instead of MR on an 8-wide tile with 1 lane in use (10% of
+    // a stage-3 conv's time for 2% of its tiles). Its sums come pixel-major (narrow kernels'
+    // e.partial: tile j in words j * 8 + r) and are moved to the row-major slot after the K blocks.
+    const bool narrow = w == ks_.nr_tail && pan.nvalid <= ks_.narrow_max;
+    const Qu8GemmUkernel* uks = narrow ? ks_.narrow : w == ks_.nr ? ks_.main : ks_.tail;
+    alignas(64) int32_t lanes[Qu8GemmKernels::kMaxMR * 8];
     const uint32_t* packed = reinterpret_cast<const uint32_t*>(packed_.data());
     Qu8GemmEpilogue e;
     e.last = false;  // raw int32 sums into e.partial
@@ -135,13 +141,17 @@ class QConvWinogradU8 final : public Kernel {
       const int64_t m0 = plan_.panel_m0(mp), mr = plan_.panel_m0(mp + 1) - m0;
       for (int64_t xi = 0; xi < kXi; ++xi) {
         if (first_pass) prefetch_u(mp + 1, xi);
-        e.partial = s + (mp - mpa) * slot + xi * mr * w;
+        int32_t* sums = s + (mp - mpa) * slot + xi * mr * w;
+        e.partial = narrow ? lanes : sums;
         for (int64_t kb = 0; kb < nkb_; ++kb) {
           const int64_t g0 = kb * kgb_, nkg = std::min(kgb_, ngroups_ - g0);
           e.first = kb == 0;
           uks[mr](static_cast<size_t>(pan.nvalid), static_cast<size_t>(nkg),
                   packed + m0 * kXi * ngroups_ + (xi * ngroups_ + g0) * mr, v_at(pan, xi, g0), nullptr, 0, e);
         }
+        if (narrow)
+          for (int64_t j = 0; j < pan.nvalid; ++j)
+            for (int64_t r = 0; r < mr; ++r) sums[r * w + j] = lanes[j * 8 + r];
       }
     }
     const int64_t OHW = p_.OH * p_.OW;
