@@ -177,10 +177,26 @@ class QConv2dIgemm final : public Kernel {
       }
       const uint8_t* rn = res ? res + n * p_.M * OHW_ : nullptr;
       uint8_t* yn = y + n * p_.M * OHW_;
+      // Tasks that split a panel's channels would each pack its B: with msplit > 1 the panels are
+      // packed once, in parallel, into a shared buffer first (7 x 7 maps on 2 threads: one 48 + 1
+      // panel split 8 ways packed its 4608 x 49 bytes 8 times, 3% of the run).
+      uint8_t* shared = nullptr;
+      if (msplit > 1) {
+        shared = reinterpret_cast<uint8_t*>(ops::workspace(0, floats_for(outer * nkb_ * shared_stride() + 64)));
+        pool.parallel_for(outer * nkb_, [&](int64_t t, int) {
+          const int64_t kb = t % nkb_, pi = (t / nkb_) % npanels, g = t / (nkb_ * npanels);
+          const Task task = tasks_[static_cast<size_t>(pi)];
+          uint8_t* b = shared + t * shared_stride();
+          const int64_t gofs = g * Cg_ * PH_ * PW_;
+          pack_block(panels_[static_cast<size_t>(task.lead)], kb, xn + gofs, avail - gofs, b);
+          if (task.rider >= 0) pack_block(panels_[static_cast<size_t>(task.rider)], kb, xn + gofs, avail - gofs, b + rider_offset());
+        });
+      }
       pool.parallel_for(outer * msplit, [&](int64_t t, int thread) {
         const int64_t ms = t % msplit, pi = (t / msplit) % npanels, g = t / (msplit * npanels);
-        tile_panel(g, tasks_[static_cast<size_t>(pi)], mpanels_ * ms / msplit, mpanels_ * (ms + 1) / msplit, xn, avail, rn, yn,
-                   reinterpret_cast<uint8_t*>(scratch_.get(thread)));
+        tile_panel(g, pi, mpanels_ * ms / msplit, mpanels_ * (ms + 1) / msplit, xn, avail, rn, yn,
+                   reinterpret_cast<uint8_t*>(scratch_.get(thread)),
+                   shared ? shared + (g * npanels + pi) * nkb_ * shared_stride() : nullptr);
       });
     }
   }
@@ -206,19 +222,30 @@ class QConv2dIgemm final : public Kernel {
 
   bool narrow_panel(const Panel& pan) const { return pan.tail && pan.nvalid <= ks_.narrow_max; }
 
-  // Packs K block kb of panel pan into b; returns the micro-kernel table it runs on.
-  const Qu8GemmUkernel* pack_block(const Panel& pan, int64_t kb, const uint8_t* xg, int64_t avail, uint8_t* b) const {
+  // Packs K block kb of panel pan into b.
+  void pack_block(const Panel& pan, int64_t kb, const uint8_t* xg, int64_t avail, uint8_t* b) const {
     const int64_t kg = ks_.kg, kk0 = kb * kgb_, nkg = std::min(kgb_, Kp_ / kg - kk0);
     (pan.tail ? ks_.pack_tail : ks_.pack)(static_cast<size_t>(nkg), xg, static_cast<size_t>(avail), koff_.data() + kk0 * kg,
                                           runs_.data() + pan.run_begin, static_cast<size_t>(pan.run_end - pan.run_begin),
                                           static_cast<size_t>(p_.SW), static_cast<size_t>(pan.tail ? ks_.nr_tail : ks_.nr),
                                           zp_x_, b);
-    // Narrow panels (a few pixels, e.g. 7 x 7 = 3 x 16 + 1) run channels in lanes on the same packing.
+  }
+
+  // The micro-kernel table a panel runs on. Narrow panels (a few pixels, e.g. 7 x 7 = 3 x 16 + 1)
+  // run channels in lanes on the same packing.
+  const Qu8GemmUkernel* table_of(const Panel& pan) const {
     return narrow_panel(pan) ? ks_.narrow : pan.tail ? ks_.tail : ks_.main;
   }
 
-  void tile_panel(int64_t g, Task task, int64_t mp0, int64_t mp1, const uint8_t* x, int64_t avail,
-                  const uint8_t* res, uint8_t* y, uint8_t* scratch) const {
+  // A K block's packed B in the shared buffer: the lead panel's, then the rider's.
+  int64_t rider_offset() const { return ceil_div(bbytes_ + 64, 64) * 64; }
+  int64_t shared_stride() const { return rider_offset() + ceil_div(rbytes_ + 64, 64) * 64; }
+
+  // Task ti's channel panels [mp0, mp1): per K block its panels' B, packed into scratch here or
+  // read from `shared` (nkb_ blocks of shared_stride() bytes), against each channel panel.
+  void tile_panel(int64_t g, int64_t ti, int64_t mp0, int64_t mp1, const uint8_t* x, int64_t avail,
+                  const uint8_t* res, uint8_t* y, uint8_t* scratch, const uint8_t* shared) const {
+    const Task task = tasks_[static_cast<size_t>(ti)];
     const Panel& pan = panels_[static_cast<size_t>(task.lead)];
     const Panel* rider = task.rider >= 0 ? &panels_[static_cast<size_t>(task.rider)] : nullptr;
     const int64_t kg = ks_.kg, mr_max = ks_.mr;
@@ -232,10 +259,19 @@ class QConv2dIgemm final : public Kernel {
     int32_t* rpartial = partial + partial_words_;
     const uint32_t* packed = packed_.data<uint32_t>();
     const int64_t ngroups = Kp_ / kg;
+    const Qu8GemmUkernel* table = table_of(pan);
+    const Qu8GemmUkernel* rtable = rider ? table_of(*rider) : nullptr;
     for (int64_t kb = 0; kb < nkb_; ++kb) {
       const int64_t kk0 = kb * kgb_, nkg = std::min(kgb_, ngroups - kk0);
-      const Qu8GemmUkernel* table = pack_block(pan, kb, xg, avail - gofs, bbuf);
-      const Qu8GemmUkernel* rtable = rider ? pack_block(*rider, kb, xg, avail - gofs, rbuf) : nullptr;
+      const uint8_t* b = bbuf;
+      const uint8_t* rb = rbuf;
+      if (shared) {
+        b = shared + kb * shared_stride();
+        rb = b + rider_offset();
+      } else {
+        pack_block(pan, kb, xg, avail - gofs, bbuf);
+        if (rider) pack_block(*rider, kb, xg, avail - gofs, rbuf);
+      }
       Qu8GemmEpilogue e;
       e.first = kb == 0;
       e.last = kb == nkb_ - 1;
@@ -253,12 +289,12 @@ class QConv2dIgemm final : public Kernel {
         e.scale = rq_.scale.data() + m;
         e.bias = rq_.bias.data() + m;
         e.res = res ? res + m * OHW_ + pan.p0 : nullptr;
-        table[mr](static_cast<size_t>(pan.nvalid), static_cast<size_t>(nkg), a, bbuf, y + m * OHW_ + pan.p0,
+        table[mr](static_cast<size_t>(pan.nvalid), static_cast<size_t>(nkg), a, b, y + m * OHW_ + pan.p0,
                   static_cast<size_t>(OHW_), e);
         if (!rider) continue;
         e.partial = rpartial + (mp - mp0) * kRiderWords;
         e.res = res ? res + m * OHW_ + rider->p0 : nullptr;
-        rtable[mr](static_cast<size_t>(rider->nvalid), static_cast<size_t>(nkg), a, rbuf, y + m * OHW_ + rider->p0,
+        rtable[mr](static_cast<size_t>(rider->nvalid), static_cast<size_t>(nkg), a, rb, y + m * OHW_ + rider->p0,
                    static_cast<size_t>(OHW_), e);
       }
     }
