@@ -46,20 +46,38 @@ class QConv2dIgemm final : public Kernel {
     const int64_t kg = ks.kg;
     Kp_ = ceil_div(K_, kg) * kg;
     OHW_ = p.OH * p.OW;
-    pad_ = p.pad_top || p.pad_left || p.pad_bottom || p.pad_right;
-    PH_ = p.H + p.pad_top + p.pad_bottom;
-    PW_ = p.W + p.pad_left + p.pad_right;
-    if (pad_) {
+    const bool pad = p.pad_top || p.pad_left || p.pad_bottom || p.pad_right;
+    // Padding without a padded copy: K runs tap-major (k = (kh * KW + kw) * Cg + c) so that each k
+    // group has one tap, and each (pixel panel, tap) has its own runs, which leave out the pixels
+    // whose source lies in the padding (the packers fill those with zp_x). Needs whole k groups
+    // per tap. Else a padded copy of the input, its border zp_x, is refreshed every run.
+    taps_ = pad && Cg_ % kg == 0 ? p.KH * p.KW : 1;
+    padded_copy_ = pad && taps_ == 1;
+    PH_ = padded_copy_ ? p.H + p.pad_top + p.pad_bottom : p.H;
+    PW_ = padded_copy_ ? p.W + p.pad_left + p.pad_right : p.W;
+    if (padded_copy_) {
       // Border filled with zp_x once; run() rewrites only the interior. 64 bytes of slack let the
       // packers use vector loads up to the end.
       padded_ = Tensor(DType::u8, {p.C * PH_ * PW_ + 64});
       std::memset(padded_.data<uint8_t>(), zp_x_, static_cast<size_t>(padded_.numel()));
     }
 
+    // koff_[k]: where row k of the im2col matrix starts (plus a run's src); wk_[k]: its column in
+    // the weights (their k order is c-major, the reference's).
     koff_.assign(static_cast<size_t>(Kp_), 0);
-    for (int64_t c = 0, k = 0; c < Cg_; ++c)
+    std::vector<int64_t> wk(static_cast<size_t>(Kp_), -1);
+    for (int64_t c = 0; c < Cg_; ++c)
       for (int64_t kh = 0; kh < p.KH; ++kh)
-        for (int64_t kw = 0; kw < p.KW; ++kw) koff_[static_cast<size_t>(k++)] = c * PH_ * PW_ + kh * p.DH * PW_ + kw * p.DW;
+        for (int64_t kw = 0; kw < p.KW; ++kw) {
+          const int64_t tap = kh * p.KW + kw;
+          if (taps_ > 1) {
+            koff_[static_cast<size_t>(tap * Cg_ + c)] = c * PH_ * PW_;
+            wk[static_cast<size_t>(tap * Cg_ + c)] = c * p.KH * p.KW + tap;
+          } else {
+            koff_[static_cast<size_t>(c * p.KH * p.KW + tap)] = c * PH_ * PW_ + kh * p.DH * PW_ + kw * p.DW;
+            wk[static_cast<size_t>(c * p.KH * p.KW + tap)] = c * p.KH * p.KW + tap;
+          }
+        }
     // k >= K (group padding) has zero weights; its offset only needs to be readable.
 
     const int64_t ngroups = Kp_ / kg;
@@ -82,8 +100,8 @@ class QConv2dIgemm final : public Kernel {
             for (int64_t r = 0; r < mr; ++r) {
               uint32_t word = 0;
               for (int64_t i = 0; i < kg; ++i) {
-                const int64_t k = (kk0 + kk) * kg + i;
-                const int32_t v = k < K_ ? w[(gi * Mg_ + m0 + r) * K_ + k] : 0;
+                const int64_t k = wk[static_cast<size_t>((kk0 + kk) * kg + i)];
+                const int32_t v = k >= 0 ? w[(gi * Mg_ + m0 + r) * K_ + k] : 0;
                 word |= ks.widened ? (static_cast<uint32_t>(static_cast<uint16_t>(v)) << (16 * i))
                                    : (static_cast<uint32_t>(static_cast<uint8_t>(v)) << (8 * i));
               }
@@ -102,25 +120,37 @@ class QConv2dIgemm final : public Kernel {
     }
 
 
-    // Pixel panels and their im2col runs (consecutive pixels whose sources are SW apart).
+    // Pixel panels and their im2col runs per tap (consecutive pixels whose sources are SW apart;
+    // without a padded copy, pixels whose source is padding belong to no run).
     for (int64_t p0 = 0; p0 < OHW_; p0 += ks.nr) {
       Panel pan;
       pan.p0 = p0;
       pan.nvalid = static_cast<int32_t>(std::min<int64_t>(ks.nr, OHW_ - p0));
       pan.tail = pan.nvalid <= ks.nr_tail;
-      pan.run_begin = static_cast<int32_t>(runs_.size());
-      for (int64_t q = p0; q < p0 + pan.nvalid; ++q) {
-        const int64_t src = (q / p.OW) * p.SH * PW_ + (q % p.OW) * p.SW;
-        if (static_cast<int32_t>(runs_.size()) > pan.run_begin) {
-          Qu8Im2colRun& last = runs_.back();
-          if (last.src + last.len * p.SW == src) {
-            ++last.len;
-            continue;
+      pan.runs = static_cast<int32_t>(run_index_.size());
+      for (int64_t tap = 0; tap < taps_; ++tap) {
+        const size_t first = runs_.size();
+        run_index_.push_back(static_cast<int32_t>(first));
+        for (int64_t q = p0; q < p0 + pan.nvalid; ++q) {
+          int64_t src = (q / p.OW) * p.SH * PW_ + (q % p.OW) * p.SW;
+          if (taps_ > 1) {
+            const int64_t ih = (q / p.OW) * p.SH - p.pad_top + (tap / p.KW) * p.DH;
+            const int64_t iw = (q % p.OW) * p.SW - p.pad_left + (tap % p.KW) * p.DW;
+            if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
+            src = ih * p.W + iw;
           }
+          const int32_t dst = static_cast<int32_t>(q - p0);
+          if (runs_.size() > first) {
+            Qu8Im2colRun& last = runs_.back();
+            if (last.dst + last.len == dst && last.src + last.len * p.SW == src) {
+              ++last.len;
+              continue;
+            }
+          }
+          runs_.push_back({src, dst, 1});
         }
-        runs_.push_back({src, static_cast<int32_t>(q - p0), 1});
       }
-      pan.run_end = static_cast<int32_t>(runs_.size());
+      run_index_.push_back(static_cast<int32_t>(runs_.size()));
       panels_.push_back(pan);
     }
     // A last panel of a few pixels for the channels-in-lanes kernel rides with the panel before
@@ -162,7 +192,7 @@ class QConv2dIgemm final : public Kernel {
     for (int64_t n = 0; n < p_.N; ++n) {
       const uint8_t* xn = x + n * p_.C * p_.H * p_.W;
       int64_t avail = p_.C * p_.H * p_.W;
-      if (pad_) {
+      if (padded_copy_) {
         uint8_t* pd = padded_.data<uint8_t>();
         // By row blocks, not channels: each thread copies the rows its own pixel panels read.
         const int64_t nb = ops::row_blocks(p_.H, threads);
@@ -210,7 +240,8 @@ class QConv2dIgemm final : public Kernel {
 
   struct Panel {
     int64_t p0;
-    int32_t nvalid, run_begin, run_end;
+    int32_t nvalid;
+    int32_t runs;  // tap t's runs: runs_[run_index_[runs + t]] up to runs_[run_index_[runs + t + 1]]
     bool tail;
   };
   // One task's panels: `lead`, and a narrow panel riding along (-1: none).
@@ -222,13 +253,19 @@ class QConv2dIgemm final : public Kernel {
 
   bool narrow_panel(const Panel& pan) const { return pan.tail && pan.nvalid <= ks_.narrow_max; }
 
-  // Packs K block kb of panel pan into b.
+  // Packs K block kb of panel pan into b: one packer call per tap the block spans.
   void pack_block(const Panel& pan, int64_t kb, const uint8_t* xg, int64_t avail, uint8_t* b) const {
-    const int64_t kg = ks_.kg, kk0 = kb * kgb_, nkg = std::min(kgb_, Kp_ / kg - kk0);
-    (pan.tail ? ks_.pack_tail : ks_.pack)(static_cast<size_t>(nkg), xg, static_cast<size_t>(avail), koff_.data() + kk0 * kg,
-                                          runs_.data() + pan.run_begin, static_cast<size_t>(pan.run_end - pan.run_begin),
-                                          static_cast<size_t>(p_.SW), static_cast<size_t>(pan.tail ? ks_.nr_tail : ks_.nr),
-                                          zp_x_, b);
+    const int64_t kg = ks_.kg, kk0 = kb * kgb_, end = kk0 + std::min(kgb_, Kp_ / kg - kk0);
+    const int64_t nr = pan.tail ? ks_.nr_tail : ks_.nr, group_bytes = nr * kg * (ks_.widened ? 2 : 1);
+    const Qu8Im2colPack pack = pan.tail ? ks_.pack_tail : ks_.pack;
+    for (int64_t g = kk0; g < end;) {
+      const int64_t tap = taps_ > 1 ? g * kg / Cg_ : 0, next = taps_ > 1 ? std::min(end, (tap + 1) * Cg_ / kg) : end;
+      const int32_t r0 = run_index_[static_cast<size_t>(pan.runs + tap)], r1 = run_index_[static_cast<size_t>(pan.runs + tap + 1)];
+      pack(static_cast<size_t>(next - g), xg, static_cast<size_t>(avail), koff_.data() + g * kg, runs_.data() + r0,
+           static_cast<size_t>(r1 - r0), static_cast<size_t>(p_.SW), static_cast<size_t>(nr), zp_x_,
+           b + (g - kk0) * group_bytes);
+      g = next;
+    }
   }
 
   // The micro-kernel table a panel runs on. Narrow panels (a few pixels, e.g. 7 x 7 = 3 x 16 + 1)
@@ -305,8 +342,10 @@ class QConv2dIgemm final : public Kernel {
   ops::Requant rq_;
   uint8_t zp_x_ = 0;
   int64_t Cg_ = 0, Mg_ = 0, K_ = 0, Kp_ = 0, OHW_ = 0, PH_ = 0, PW_ = 0;
-  bool pad_ = false;
+  int64_t taps_ = 1;          // run lists per panel: KH x KW without a padded copy, else 1
+  bool padded_copy_ = false;
   std::vector<int64_t> koff_;
+  std::vector<int32_t> run_index_;
   std::vector<Panel> panels_;
   std::vector<Task> tasks_;
   std::vector<Qu8Im2colRun> runs_;

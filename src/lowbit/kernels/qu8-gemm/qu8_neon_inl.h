@@ -13,9 +13,10 @@
 namespace lowbit {
 namespace {
 
-// t receives nr bytes of row xk (x + koff) for the panel's runs; t must hold nr + 32 bytes (vector
-// moves spill past a run; later runs overwrite the spill, bytes past nr are ignored). Bytes no run
-// covers are set to zp.
+// t receives nr bytes of row xk (x + koff) for the panel's runs (in pixel order); t must hold
+// nr + 32 bytes (vector moves spill past a run; the gap after it is filled and the next run written
+// after that, bytes past nr are ignored). Bytes no run covers are set to zp: the gaps between runs
+// too, where a conv's padding falls without a padded copy.
 inline void qu8_gather_row_neon(const uint8_t* x, size_t avail, int64_t koff, const Qu8Im2colRun* runs, size_t nruns,
                                 size_t stride, size_t nr, uint8_t zp, uint8_t* t) {
   size_t covered = 0;
@@ -24,6 +25,7 @@ inline void qu8_gather_row_neon(const uint8_t* x, size_t avail, int64_t koff, co
     const size_t off = static_cast<size_t>(koff + run.src), len = static_cast<size_t>(run.len);
     const uint8_t* src = x + off;
     uint8_t* dst = t + run.dst;
+    if (static_cast<size_t>(run.dst) > covered) std::memset(t + covered, zp, static_cast<size_t>(run.dst) - covered);
     covered = static_cast<size_t>(run.dst) + len;
     if (stride == 1 && len <= 16 && off + 16 <= avail) {
       vst1q_u8(dst, vld1q_u8(src));

@@ -11,9 +11,10 @@
 namespace LOWBIT_KERNEL_NS {
 namespace {
 
-// t receives nr bytes of row xk (x + koff[k]) for the panel's runs; t must hold nr + 32 bytes
-// (vector moves spill past a run; later runs overwrite the spill, bytes past nr are ignored).
-// Bytes no run covers are set to zp.
+// t receives nr bytes of row xk (x + koff[k]) for the panel's runs (in pixel order); t must hold
+// nr + 32 bytes (vector moves spill past a run; the gap after it is filled and the next run
+// written after that, bytes past nr are ignored). Bytes no run covers are set to zp: the gaps
+// between runs too, where a conv's padding falls without a padded copy.
 inline void qu8_gather_row(const uint8_t* x, size_t avail, int64_t koff, const ::lowbit::Qu8Im2colRun* runs,
                            size_t nruns, size_t stride, size_t nr, uint8_t zp, uint8_t* t) {
   size_t covered = 0;
@@ -22,6 +23,7 @@ inline void qu8_gather_row(const uint8_t* x, size_t avail, int64_t koff, const :
     const size_t off = static_cast<size_t>(koff + run.src), len = static_cast<size_t>(run.len);
     const uint8_t* src = x + off;
     uint8_t* dst = t + run.dst;
+    if (static_cast<size_t>(run.dst) > covered) std::memset(t + covered, zp, static_cast<size_t>(run.dst) - covered);
     covered = static_cast<size_t>(run.dst) + len;
     if (stride == 1 && len <= 16 && off + 16 <= avail) {
       _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
@@ -52,7 +54,7 @@ class Qu8RowGather {
       : runs_(runs), nruns_(nruns), stride_(stride), zp_(zp) {
     direct_ = nruns == 1 && runs[0].len == NR && stride == 1;
     blend_ = (stride == 1 || stride == 2) && nruns <= static_cast<size_t>(NR);
-    if (!blend_) return;
+    if (!blend_ || nruns == 0) return;  // no runs (a tap whose pixels all fall in padding): all zp
     const __m128i iota = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     lo_ = INT64_MAX;
     hi_ = INT64_MIN;
