@@ -5,13 +5,17 @@
 // pixels (im2col-packed per panel of nr pixels into thread-local scratch), so a tile row stores
 // nr consecutive u8 pixels straight into NCHW.
 //
-// Zero point of x: padding positions hold zp_x (the padded copy's border is filled once at
-// creation). The AVX2 and NEON kernels subtract zp_x while packing; the VNNI kernels multiply raw
-// u8 and start each accumulator at -zp_x * sum_k w[m][k] instead (sdot: s8 = x - 128, and
+// Zero point of x: padding positions read zp_x. With whole k groups per channel count, K runs
+// tap-major and the packers leave pixels in the padding out of the tap's runs, filling zp_x (no
+// copy of the input); else a padded copy, its border filled once at creation, is refreshed per
+// run. The AVX2 and NEON kernels subtract zp_x while packing; the VNNI kernels multiply raw u8
+// and start each accumulator at -zp_x * sum_k w[m][k] instead (sdot: s8 = x - 128, and
 // (128 - zp_x) * sum_k w). All give the integers of the contract.
 //
 // K is split into blocks of at most ks.kc_max values so that a packed panel stays in L1; the
-// int32 partial sums of a panel live in per-thread scratch between blocks. Every output byte is a
+// int32 partial sums of a panel live in per-thread scratch between blocks. A task is a pixel
+// panel (with a narrow last panel riding along) x a range of channel panels; when tasks split a
+// panel's channels, its B is packed once into a shared buffer first. Every output byte is a
 // function of integers only, so results are identical for any thread count.
 #include "lowbit/operators/qconv2d_u8.h"
 
