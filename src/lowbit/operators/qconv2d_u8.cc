@@ -66,7 +66,7 @@ class QConv2dIgemm final : public Kernel {
       std::memset(padded_.data<uint8_t>(), zp_x_, static_cast<size_t>(padded_.numel()));
     }
 
-    // koff_[k]: where row k of the im2col matrix starts (plus a run's src); wk_[k]: its column in
+    // koff_[k]: where row k of the im2col matrix starts (plus a run's src); wk[k]: its column in
     // the weights (their k order is c-major, the reference's).
     koff_.assign(static_cast<size_t>(Kp_), 0);
     std::vector<int64_t> wk(static_cast<size_t>(Kp_), -1);

@@ -41,6 +41,13 @@ struct GatherVec<48> {
   using type = __m512i;
 };
 
+// Bits [a, b) of a 64-bit mask (0 <= a <= b <= 64).
+inline uint64_t bit_range(uint64_t a, uint64_t b) {
+  const uint64_t below_b = b >= 64 ? ~uint64_t{0} : (uint64_t{1} << b) - 1;
+  return below_b & ~((uint64_t{1} << a) - 1);
+}
+constexpr uint64_t kEvenBits = 0x5555555555555555ull;
+
 template <int NR>
 class RowGatherMasked {
  public:
@@ -55,13 +62,11 @@ class RowGatherMasked {
       const uint64_t dst = static_cast<uint64_t>(runs[s].dst), len = static_cast<uint64_t>(runs[s].len);
       pix_[s] = ((uint64_t{1} << len) - 1) << dst;
       base_[s] = runs[s].src - static_cast<int64_t>(dst) * static_cast<int64_t>(stride);
-      uint64_t even = 0, even_hi = 0;  // source bytes 2j: pixels 0-31, then 32-47 from 64 on
-      for (uint64_t j = dst; j < dst + len; ++j) {
-        if (j < 32) even |= uint64_t{1} << (2 * j);
-        else even_hi |= uint64_t{1} << (2 * (j - 32));
-      }
-      even_[s] = even;
-      even_hi_[s] = even_hi;
+      // Stride 2: source bytes 2j of pixels j (0-31; 32-47 from byte 64 on), without a loop: the
+      // driver builds gathers per tap and K block, several per panel.
+      const uint64_t end = dst + len, lo_end = std::min<uint64_t>(end, 32), hi_dst = std::max<uint64_t>(dst, 32);
+      even_[s] = dst < 32 ? bit_range(2 * dst, 2 * lo_end) & kEvenBits : 0;
+      even_hi_[s] = end > 32 ? bit_range(2 * (hi_dst - 32), 2 * (end - 32)) & kEvenBits : 0;
     }
   }
   bool ok() const { return ok_; }
