@@ -103,6 +103,14 @@ class RowGatherMasked {
   int64_t base_[NR];
 };
 
+// Four 16-byte rows, row i in 128-bit lane i of z, interleaved into the VNNI layout (16 pixels x
+// 4 k): vpermd puts pixel quad L of every row in lane L, vpshufb transposes each 4x4 byte block.
+struct QuadInterleave {
+  const __m512i quads = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512i bytes = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+  __m512i operator()(__m512i z) const { return _mm512_shuffle_epi8(_mm512_permutexvar_epi32(quads, z), bytes); }
+};
+
 // The 16-pixel im2col packer with AVX-512BW: the rows of a k group through RowGatherMasked, then
 // interleaved in one zmm (vpermd puts pixel quad L of every row in lane L, vpshufb transposes each
 // 4x4 byte block) instead of eight unpacks. Same layout as pack_u8x4: b[(g*16 + j)*4 + i].
@@ -114,14 +122,13 @@ void pack_u8x4_16__avx512(size_t kg, const uint8_t* x, size_t avail, const int64
     return;
   }
   __m512i* b = static_cast<__m512i*>(b_);
-  const __m512i quads = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  const __m512i bytes = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+  const QuadInterleave quad{};
   for (size_t g = 0; g < kg; ++g) {
     __m512i z = _mm512_castsi128_si512(gather.row(x, koff[4 * g]));
     z = _mm512_inserti32x4(z, gather.row(x, koff[4 * g + 1]), 1);
     z = _mm512_inserti32x4(z, gather.row(x, koff[4 * g + 2]), 2);
     z = _mm512_inserti32x4(z, gather.row(x, koff[4 * g + 3]), 3);
-    _mm512_store_si512(b++, _mm512_shuffle_epi8(_mm512_permutexvar_epi32(quads, z), bytes));
+    _mm512_store_si512(b++, quad(z));
   }
 }
 #endif
@@ -141,76 +148,49 @@ void pack_u8x4_generic(size_t kg, const uint8_t* x, size_t avail, const int64_t*
 }
 
 #ifndef LOWBIT_USE_SIMDE
-// The same on 32 pixels: two zmm per k group.
-void pack_u8x4_32__avx512(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff, const Qu8Im2colRun* runs,
-                          size_t nruns, size_t stride, uint8_t zp_x, void* b_) {
-  const RowGatherMasked<32> gather(runs, nruns, stride, zp_x);
+// The same on 32 and 48 pixels: NR / 16 zmm per k group, output vector c holding pixels
+// 16c..16c+15 of the group's four rows.
+template <int NR>
+void pack_u8x4_wide__avx512(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff, const Qu8Im2colRun* runs,
+                            size_t nruns, size_t stride, uint8_t zp_x, void* b_) {
+  const RowGatherMasked<NR> gather(runs, nruns, stride, zp_x);
   if (!gather.ok()) {
-    pack_u8x4_generic<32>(kg, x, avail, koff, runs, nruns, stride, zp_x, b_);
+    pack_u8x4_generic<NR>(kg, x, avail, koff, runs, nruns, stride, zp_x, b_);
     return;
   }
   __m512i* b = static_cast<__m512i*>(b_);
-  const __m512i quads = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  const __m512i bytes = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+  const QuadInterleave quad{};
   for (size_t g = 0; g < kg; ++g) {
-    const __m256i r0 = gather.row(x, koff[4 * g]), r1 = gather.row(x, koff[4 * g + 1]);
-    const __m256i r2 = gather.row(x, koff[4 * g + 2]), r3 = gather.row(x, koff[4 * g + 3]);
-    // [r0 | r1] and [r2 | r3] as 128-bit lanes (lo half first), then pixels 0-15 and 16-31.
-    const __m512i r01 = _mm512_inserti64x4(_mm512_castsi256_si512(r0), r1, 1);
-    const __m512i r23 = _mm512_inserti64x4(_mm512_castsi256_si512(r2), r3, 1);
-    const __m512i lo = _mm512_shuffle_i64x2(r01, r23, 0x88);  // r0.lo r1.lo r2.lo r3.lo
-    const __m512i hi = _mm512_shuffle_i64x2(r01, r23, 0xDD);  // r0.hi r1.hi r2.hi r3.hi
-    _mm512_store_si512(b++, _mm512_shuffle_epi8(_mm512_permutexvar_epi32(quads, lo), bytes));
-    _mm512_store_si512(b++, _mm512_shuffle_epi8(_mm512_permutexvar_epi32(quads, hi), bytes));
+    const auto r0 = gather.row(x, koff[4 * g]), r1 = gather.row(x, koff[4 * g + 1]);
+    const auto r2 = gather.row(x, koff[4 * g + 2]), r3 = gather.row(x, koff[4 * g + 3]);
+    if constexpr (NR == 32) {
+      // Rows are ymm: [r0 | r1] and [r2 | r3], then the low and the high 16 pixels of each row.
+      const __m512i r01 = _mm512_inserti64x4(_mm512_castsi256_si512(r0), r1, 1);
+      const __m512i r23 = _mm512_inserti64x4(_mm512_castsi256_si512(r2), r3, 1);
+      _mm512_store_si512(b++, quad(_mm512_shuffle_i64x2(r01, r23, 0x88)));  // r0.lo r1.lo r2.lo r3.lo
+      _mm512_store_si512(b++, quad(_mm512_shuffle_i64x2(r01, r23, 0xDD)));  // r0.hi r1.hi r2.hi r3.hi
+    } else {
+      // Rows are zmm (48 of 64 bytes): [r0.c r0.c r1.c r1.c] and [r2.c r2.c r3.c r3.c] for lane c,
+      // then lanes 0 and 2 of each: [r0.c r1.c r2.c r3.c].
+      _mm512_store_si512(b++, quad(_mm512_shuffle_i64x2(_mm512_shuffle_i64x2(r0, r1, 0x00),
+                                                        _mm512_shuffle_i64x2(r2, r3, 0x00), 0x88)));
+      _mm512_store_si512(b++, quad(_mm512_shuffle_i64x2(_mm512_shuffle_i64x2(r0, r1, 0x55),
+                                                        _mm512_shuffle_i64x2(r2, r3, 0x55), 0x88)));
+      _mm512_store_si512(b++, quad(_mm512_shuffle_i64x2(_mm512_shuffle_i64x2(r0, r1, 0xAA),
+                                                        _mm512_shuffle_i64x2(r2, r3, 0xAA), 0x88)));
+    }
   }
 }
 #endif
 
+template <int NR>
+void qu8_pack_u8x4_wide__avx512vnni(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff,
+                                    const Qu8Im2colRun* runs, size_t nruns, size_t stride, size_t nr, uint8_t zp_x,
+                                    void* b) {
 #ifndef LOWBIT_USE_SIMDE
-// 48 pixels: three zmm per k group. Rows are zmm (48 of 64 bytes used); output vector c holds
-// pixels 16c..16c+15 of the four rows: their 128-bit lane c, gathered by two vshufi64x2 levels.
-void pack_u8x4_48__avx512(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff, const Qu8Im2colRun* runs,
-                          size_t nruns, size_t stride, uint8_t zp_x, void* b_) {
-  const RowGatherMasked<48> gather(runs, nruns, stride, zp_x);
-  if (!gather.ok()) {
-    pack_u8x4_generic<48>(kg, x, avail, koff, runs, nruns, stride, zp_x, b_);
-    return;
-  }
-  __m512i* b = static_cast<__m512i*>(b_);
-  const __m512i quads = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  const __m512i bytes = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
-  const auto quad = [&](__m512i z) { return _mm512_shuffle_epi8(_mm512_permutexvar_epi32(quads, z), bytes); };
-  for (size_t g = 0; g < kg; ++g) {
-    const __m512i r0 = gather.row(x, koff[4 * g]), r1 = gather.row(x, koff[4 * g + 1]);
-    const __m512i r2 = gather.row(x, koff[4 * g + 2]), r3 = gather.row(x, koff[4 * g + 3]);
-    // [r0.c r0.c r1.c r1.c] and [r2.c r2.c r3.c r3.c], then lanes 0 and 2 of each: [r0.c r1.c r2.c r3.c].
-    _mm512_store_si512(b++, quad(_mm512_shuffle_i64x2(_mm512_shuffle_i64x2(r0, r1, 0x00),
-                                                      _mm512_shuffle_i64x2(r2, r3, 0x00), 0x88)));
-    _mm512_store_si512(b++, quad(_mm512_shuffle_i64x2(_mm512_shuffle_i64x2(r0, r1, 0x55),
-                                                      _mm512_shuffle_i64x2(r2, r3, 0x55), 0x88)));
-    _mm512_store_si512(b++, quad(_mm512_shuffle_i64x2(_mm512_shuffle_i64x2(r0, r1, 0xAA),
-                                                      _mm512_shuffle_i64x2(r2, r3, 0xAA), 0x88)));
-  }
-}
-#endif
-
-void qu8_pack_u8x4_48__avx512vnni(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff,
-                                  const Qu8Im2colRun* runs, size_t nruns, size_t stride, size_t nr, uint8_t zp_x,
-                                  void* b) {
-#ifndef LOWBIT_USE_SIMDE
-  pack_u8x4_48__avx512(kg, x, avail, koff, runs, nruns, stride, zp_x, b);
+  pack_u8x4_wide__avx512<NR>(kg, x, avail, koff, runs, nruns, stride, zp_x, b);
 #else
-  pack_u8x4_generic<48>(kg, x, avail, koff, runs, nruns, stride, zp_x, b);
-#endif
-}
-
-void qu8_pack_u8x4_32__avx512vnni(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff,
-                                  const Qu8Im2colRun* runs, size_t nruns, size_t stride, size_t nr, uint8_t zp_x,
-                                  void* b) {
-#ifndef LOWBIT_USE_SIMDE
-  pack_u8x4_32__avx512(kg, x, avail, koff, runs, nruns, stride, zp_x, b);
-#else
-  pack_u8x4_generic<32>(kg, x, avail, koff, runs, nruns, stride, zp_x, b);
+  pack_u8x4_generic<NR>(kg, x, avail, koff, runs, nruns, stride, zp_x, b);
 #endif
 }
 
@@ -536,41 +516,34 @@ void fill_wide(Qu8GemmKernels& k, std::integer_sequence<int, MRs...>) {
 
 }  // namespace
 
+namespace {
+// The 8 x 16 NV sets: 16-pixel tails, 1-4-pixel narrow panels; kc_max 512 keeps the 16 NV KB B
+// panel in L1.
+template <int NV>
+Qu8GemmKernels wide_set(::lowbit::Qu8Im2colPack pack) {
+  Qu8GemmKernels k;
+  k.isa = "avx512vnni";
+  k.mr = 8;
+  k.kg = 4;
+  k.widened = false;
+  k.nr = 16 * NV;
+  k.nr_tail = 16;
+  k.kc_max = 512;
+  k.narrow_max = 4;
+  fill_wide<NV>(k, std::make_integer_sequence<int, 8>{});
+  k.pack = pack;
+  k.pack_tail = qu8_pack_u8x4__avx512vnni<16>;
+  return k;
+}
+}  // namespace
+
 const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx512vnni_8x48() {
-  static const Qu8GemmKernels ks = [] {
-    Qu8GemmKernels k;
-    k.isa = "avx512vnni";
-    k.mr = 8;
-    k.kg = 4;
-    k.widened = false;
-    k.nr = 48;
-    k.nr_tail = 16;
-    k.kc_max = 512;  // a 24 KB B panel in L1
-    k.narrow_max = 4;
-    fill_wide<3>(k, std::make_integer_sequence<int, 8>{});
-    k.pack = qu8_pack_u8x4_48__avx512vnni;
-    k.pack_tail = qu8_pack_u8x4__avx512vnni<16>;
-    return k;
-  }();
+  static const Qu8GemmKernels ks = wide_set<3>(qu8_pack_u8x4_wide__avx512vnni<48>);
   return ks;
 }
 
 const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx512vnni_8x32() {
-  static const Qu8GemmKernels ks = [] {
-    Qu8GemmKernels k;
-    k.isa = "avx512vnni";
-    k.mr = 8;
-    k.kg = 4;
-    k.widened = false;
-    k.nr = 32;
-    k.nr_tail = 16;
-    k.kc_max = 512;  // a 16 KB B panel in L1
-    k.narrow_max = 4;
-    fill_wide<2>(k, std::make_integer_sequence<int, 8>{});
-    k.pack = qu8_pack_u8x4_32__avx512vnni;
-    k.pack_tail = qu8_pack_u8x4__avx512vnni<16>;
-    return k;
-  }();
+  static const Qu8GemmKernels ks = wide_set<2>(qu8_pack_u8x4_wide__avx512vnni<32>);
   return ks;
 }
 
