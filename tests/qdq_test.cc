@@ -342,7 +342,9 @@ TEST(Qdq, ExportedQdqReimportsToTheSameQuantizedModel) {
   o.threads = 2;
   QuantizeOptions q;
   q.synthetic_samples = 4;
-  QuantizedBuild qb = build_quantized(*fp32, o, q, SlowPolicy::fp32);
+  // allow: on AVX2-only hosts the guard would keep the K < 48 convs in fp32; this test is about
+  // the QDQ round trip of every conv.
+  QuantizedBuild qb = build_quantized(*fp32, o, q, SlowPolicy::allow);
   ASSERT_GE(count_ops(qb.model->graph(), "QConv"), 3);
   const std::string bytes = export_onnx_qdq_bytes(qb.graph);
   Graph back = import_onnx_bytes(bytes, {}, "qdq-roundtrip");
@@ -384,7 +386,7 @@ TEST(Qdq, ExportSpellsOutFp32NodesWithFusedEpilogues) {
   QuantizeOptions q;
   q.synthetic_samples = 2;
   q.keep_fp32 = {"Conv_1"};
-  QuantizedBuild qb = build_quantized(*fp32, o, q, SlowPolicy::fp32);
+  QuantizedBuild qb = build_quantized(*fp32, o, q, SlowPolicy::allow);  // as above: host-independent
   ASSERT_EQ(count_ops(qb.model->graph(), "Conv"), 1);
   auto back = compile(import_onnx_bytes(export_onnx_qdq_bytes(qb.graph), {}, "qdq-fp32-conv"), true);
   EXPECT_EQ(count_ops(back->graph(), "Conv"), 1);

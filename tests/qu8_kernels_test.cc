@@ -206,8 +206,11 @@ TEST(Qu8Conv, ChecksGiveReasons) {
   b.g.value(b.g.nodes[0].inputs[0]).dtype = DType::f32;
   EXPECT_EQ(check_qconv2d_u8_igemm(NodeContext{b.g, b.g.nodes[0], t, 1}), "input dtype f32, needs u8");
   b.g.value(b.g.nodes[0].inputs[0]).dtype = DType::u8;
+  // 4- and 2-bit codes are accepted (unpacked once at creation); other dtypes are not.
   b.g.value(b.g.nodes[0].inputs[1]).dtype = DType::i4;
-  EXPECT_EQ(check_qconv2d_u8_igemm(NodeContext{b.g, b.g.nodes[0], t, 1}), "weights dtype i4, needs i8");
+  EXPECT_EQ(check_qconv2d_u8_igemm(NodeContext{b.g, b.g.nodes[0], t, 1}), "");
+  b.g.value(b.g.nodes[0].inputs[1]).dtype = DType::i32;
+  EXPECT_EQ(check_qconv2d_u8_igemm(NodeContext{b.g, b.g.nodes[0], t, 1}), "weights dtype i32, needs i8, i4 or i2");
   b.g.value(b.g.nodes[0].inputs[1]).dtype = DType::i8;
   b.g.value(b.g.nodes[0].inputs[1]).quant->zero_point[0] = 3;
   EXPECT_EQ(check_qconv2d_u8_igemm(NodeContext{b.g, b.g.nodes[0], t, 1}), "weights zero point 3, needs symmetric (0)");

@@ -21,8 +21,25 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("--threads", o.threads, "threads inside operators (default: all cores)");
   cmd.add_option("--target", o.target,
                  "target to compile for (see `lowbit targets`; default: host, or an artifact's own target)");
-  cmd.add_option("--precision", o.precision, "fp32 or int8 (quantized on the fly with calibration)")
-      ->check(CLI::IsMember({"fp32", "int8"}));
+  cmd.add_option("--precision", o.precision,
+                 std::string("quantized on the fly with calibration unless fp32: ") + precision_help())
+      ->check([](const std::string& s) {
+        try {
+          parse_precision(s);
+          return std::string();
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
+      });
+  cmd.add_option("--keep-8bit", o.keep_8bit,
+                 "below 8 bits: Conv/Gemm nodes kept at w8a8: first,last (default: stem and classifier), none, "
+                 "or node names (may mix)");
+  cmd.add_option("--mode", o.mode, "below 8 bits: native (packed sub-byte weights) or logical (codes in int8 storage)")
+      ->check(CLI::IsMember({"native", "logical"}));
+  cmd.add_option("--weight-scale", o.weight_scale,
+                 "per-channel weight scales: auto (max |w| at 8 bits, MSE clipping search below), max or mse")
+      ->check(CLI::IsMember({"auto", "max", "mse"}));
+  cmd.add_option("--group-size", o.group_size, "group-wise weight scales (not implemented yet: 0 = per channel)");
   cmd.add_flag("--no-optimize", o.no_optimize, "skip BN folding and fusion (debugging)");
   cmd.add_option("--calibration", o.calibration, "int8: minmax, percentile, entropy or mse")
       ->check(CLI::IsMember({"minmax", "percentile", "entropy", "mse"}));
@@ -76,6 +93,17 @@ std::vector<std::vector<Tensor>> load_samples(const std::string& dir, const Grap
   return samples;
 }
 
+QuantizeOptions quantize_options(const ModelOptions& o) {
+  QuantizeOptions q;
+  q.precision = parse_precision(o.precision);
+  q.method = parse_calibration_method(o.calibration);
+  q.mode = parse_storage_mode(o.mode);
+  q.weight_scale = parse_weight_scale(o.weight_scale);
+  q.keep_8bit = parse_keep_8bit(o.keep_8bit);
+  q.group_size = o.group_size;
+  return q;
+}
+
 BuiltModel build_model(const ModelOptions& o, bool foreign_ok) {
   std::map<std::string, Shape> shapes;
   for (auto& s : o.input_shapes) shapes.insert(parse_input_shape(s));
@@ -102,7 +130,9 @@ BuiltModel build_model(const ModelOptions& o, bool foreign_ok) {
     return b;
   }
   Graph g = load_model(o.model, shapes);
-  if (o.precision == "fp32") {
+  const Precision precision = parse_precision(o.precision);
+  b.precision = precision.name();
+  if (!precision.quantized()) {
     b.graph = g;
     b.model = CompiledModel::compile(std::move(g), opts);
     return b;
@@ -114,8 +144,7 @@ BuiltModel build_model(const ModelOptions& o, bool foreign_ok) {
   fopts.optimize = true;
   fopts.autotune = false;
   auto fp32 = CompiledModel::compile(std::move(g), fopts);
-  QuantizeOptions q;
-  q.method = parse_calibration_method(o.calibration);
+  QuantizeOptions q = quantize_options(o);
   q.synthetic_samples = o.calib_samples;
   if (!o.calib_data.empty())
     q.samples = load_samples(o.calib_data, fp32->graph(), o.calib_samples, image_preprocess(o));
@@ -127,8 +156,18 @@ BuiltModel build_model(const ModelOptions& o, bool foreign_ok) {
                  std::string(static_cast<size_t>(w - fill), '.').c_str(), done, total, done == total ? "\n" : "");
   };
   SlowPolicy policy = parse_slow_policy(o.on_slow);
+  if (precision.subbyte()) {
+    auto kept = nodes_kept_8bit(fp32->graph(), q);
+    std::string list;
+    for (auto& [node, why] : kept) list += (list.empty() ? "" : ", ") + node + " (" + why + ")";
+    std::fprintf(stderr, "lowbit: %s: %zu node(s) kept at 8 bits%s%s\n", b.precision.c_str(), kept.size(),
+                 kept.empty() ? "" : ": ", list.c_str());
+  }
   QuantizedBuild qb = build_quantized(*fp32, opts, q, policy);
   if (!qb.slow.empty()) std::fprintf(stderr, "lowbit: warning: %s\n", describe_slow_nodes(qb.slow, policy, opts.target.name).c_str());
+  if (!qb.subbyte_on_int8.empty())
+    std::fprintf(stderr, "lowbit: note: %s\n",
+                 describe_subbyte_on_int8(qb.subbyte_on_int8, policy, opts.target.name).c_str());
   b.graph = std::move(qb.graph);
   b.model = std::move(qb.model);
   b.slow = std::move(qb.slow);

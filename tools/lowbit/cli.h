@@ -28,6 +28,11 @@ struct ModelOptions {
   std::vector<float> norm_std{0.229f, 0.224f, 0.225f};
   std::string resize = "stretch";
   std::string on_slow = "fp32";
+  // below 8 bits (quant/quantize.h)
+  std::string keep_8bit = "first,last";
+  std::string mode = "native";
+  std::string weight_scale = "auto";
+  int group_size = 0;
   bool autotune = false;
 };
 
@@ -35,7 +40,7 @@ struct BuiltModel {
   std::unique_ptr<CompiledModel> model;
   Graph graph;                 // what an artifact would store (quantized graph for int8)
   std::vector<SlowNode> slow;  // the guard's findings (int8 only)
-  std::string precision;       // "fp32" or "int8"
+  std::string precision;       // "fp32", "int8", "w4a8", ... (Precision::name)
 };
 
 // Adds MODEL and the options every model command shares.
@@ -47,6 +52,8 @@ inline std::unique_ptr<CompiledModel> compile_model(const ModelOptions& o, bool 
   return build_model(o, foreign_ok).model;
 }
 ImagePreprocess image_preprocess(const ModelOptions& o);
+// The quantizer's options the model options ask for (precision, calibration, widths, storage).
+QuantizeOptions quantize_options(const ModelOptions& o);
 // Model input `index` from a file: an .npy as stored, or a PNG/JPEG preprocessed to that input's shape.
 Tensor load_input(const std::string& path, const Graph& g, size_t index, const ImagePreprocess& pre);
 // Samples from a folder of .npy files and/or images, sorted by name (one file per sample; models with one input).

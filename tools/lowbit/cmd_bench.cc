@@ -119,27 +119,52 @@ void register_bench(CLI::App& app) {
                           {"macs", st.macs}, {"gflops", gf}});
       }
     }
-    // A quantized model is only worth it if it beats fp32: measure both here, side by side.
-    nlohmann::json vs_fp32;
-    if (precision == "int8" && built.graph.name != "" && o->m.model.size() > 4 &&
-        o->m.model.substr(o->m.model.size() - 4) == ".lbm") {
-      std::printf("\n(int8 artifact: run `lowbit bench SOURCE --precision int8` to compare against fp32 in one run)\n");
-    } else if (precision == "int8") {
+    // A quantized model is only worth it if it beats fp32 (and a sub-byte one if it beats int8):
+    // measure them here, side by side, alternating so that a disturbed stretch hits both.
+    nlohmann::json vs_fp32, vs_int8;
+    const bool quantized = precision != "fp32";
+    const bool subbyte = quantized && precision != "int8";
+    if (quantized && o->m.model.size() > 4 && o->m.model.substr(o->m.model.size() - 4) == ".lbm") {
+      std::printf("\n(%s artifact: run `lowbit bench SOURCE --precision %s` to compare against fp32%s in one run)\n",
+                  precision.c_str(), precision.c_str(), subbyte ? " and int8" : "");
+    } else if (quantized) {
       ModelOptions f = o->m;
       f.precision = "fp32";
       auto fp = compile_model(f);
-      int runs = std::min(o->runs, 30);
-      Stats fs = stats_of(time_runs(*fp, in, std::min(o->warmup, 3), runs));
-      Stats qs = stats_of(time_runs(*model, in, std::min(o->warmup, 3), runs));
+      std::unique_ptr<CompiledModel> i8;
+      if (subbyte) {
+        ModelOptions m8 = o->m;
+        m8.precision = "int8";
+        i8 = compile_model(m8);
+      }
+      const int runs = std::min(o->runs, 30), warm = std::min(o->warmup, 3);
+      std::vector<double> f_ms, q_ms, i_ms;
+      for (int round = 0; round < 3; ++round) {  // alternating rounds
+        for (double x : time_runs(*fp, in, warm, runs / 3 + 1)) f_ms.push_back(x);
+        for (double x : time_runs(*model, in, warm, runs / 3 + 1)) q_ms.push_back(x);
+        if (i8)
+          for (double x : time_runs(*i8, in, warm, runs / 3 + 1)) i_ms.push_back(x);
+      }
+      Stats fs = stats_of(f_ms), qs = stats_of(q_ms);
       double ratio = fs.median / qs.median;
-      vs_fp32 = {{"fp32_median_ms", fs.median}, {"int8_median_ms", qs.median}, {"speedup", ratio}};
+      vs_fp32 = {{"fp32_median_ms", fs.median}, {precision + "_median_ms", qs.median}, {"speedup", ratio}};
+      const int each = static_cast<int>(q_ms.size());
       if (ratio >= 1.0)
-        std::printf("\nint8 vs fp32 (same run, %d runs each): int8 median %.2f ms, fp32 median %.2f ms: int8 is %.2fx faster\n",
-                    runs, qs.median, fs.median, ratio);
+        std::printf("\n%s vs fp32 (same run, %d runs each): %s median %.2f ms, fp32 median %.2f ms: %s is %.2fx faster\n",
+                    precision.c_str(), each, precision.c_str(), qs.median, fs.median, precision.c_str(), ratio);
       else
-        std::printf("\n!!! WARNING: int8 is SLOWER than fp32 on this machine: int8 median %.2f ms vs fp32 %.2f ms "
-                    "(%.2fx). Run `lowbit explain --precision int8` and `bench --profile` for both precisions. !!!\n",
-                    qs.median, fs.median, ratio);
+        std::printf("\n!!! WARNING: %s is SLOWER than fp32 on this machine: %s median %.2f ms vs fp32 %.2f ms "
+                    "(%.2fx). Run `lowbit explain --precision %s` and `bench --profile` for both precisions. !!!\n",
+                    precision.c_str(), precision.c_str(), qs.median, fs.median, ratio, precision.c_str());
+      if (i8) {
+        Stats is = stats_of(i_ms);
+        const double r8 = is.median / qs.median;
+        vs_int8 = {{"int8_median_ms", is.median}, {precision + "_median_ms", qs.median}, {"speedup", r8}};
+        std::printf("%s vs int8 (same run): %s median %.2f ms, int8 median %.2f ms: %.2fx %s; weights %s vs %s\n",
+                    precision.c_str(), precision.c_str(), qs.median, is.median, r8 >= 1.0 ? r8 : 1.0 / r8,
+                    r8 >= 1.0 ? "faster" : "SLOWER", human_bytes(model->weight_bytes()).c_str(),
+                    human_bytes(i8->weight_bytes()).c_str());
+      }
     }
     if (!o->json.empty()) {
       nlohmann::json j = {{"model", o->m.model},
@@ -162,6 +187,7 @@ void register_bench(CLI::App& app) {
                           {"weight_bytes", model->weight_bytes()}};
       if (o->profile) j["layers"] = layers;
       if (!vs_fp32.is_null()) j["vs_fp32"] = vs_fp32;
+      if (!vs_int8.is_null()) j["vs_int8"] = vs_int8;
       std::ofstream f(o->json);
       if (!f) throw Error("cannot write '" + o->json + "'");
       f << j.dump(2) << "\n";

@@ -20,22 +20,30 @@ void register_quantize(CLI::App& app) {
   struct Opts {
     ModelOptions m;
     std::string out;
-    int bits = 8;
+    int bits = 0, weight_bits = 0, act_bits = 0;  // 0: not given
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("quantize", "calibrate and quantize a model; write an .lbm artifact");
   add_model_options(*cmd, o->m);
   cmd->add_option("-o,--output", o->out, "the .lbm artifact to write")->required();
-  cmd->add_option("--bits", o->bits, "weight/activation bits (8)");
+  cmd->add_option("--bits", o->bits, "weight and activation bits: 8, 4 or 2 (sets both; --precision wNaM also does)");
+  cmd->add_option("--weight-bits", o->weight_bits, "weight bits: 8, 4 or 2");
+  cmd->add_option("--act-bits", o->act_bits, "activation bits: 8, 4 or 2");
   cmd->callback([o] {
     auto t0 = std::chrono::steady_clock::now();
     ModelOptions m = o->m;
-    m.precision = "int8";
-    if (o->bits != 8)
-      throw Error("--bits " + std::to_string(o->bits) + ": only 8-bit quantization is implemented so far");
+    // --precision (default int8 here), then --bits, then --weight-bits / --act-bits refine it.
+    Precision p = m.precision == "fp32" ? kInt8 : parse_precision(m.precision);
+    if (o->bits) p = {weight_code_for_bits(o->bits), act_code_for_bits(o->bits)};
+    if (o->weight_bits) p.weight = weight_code_for_bits(o->weight_bits);
+    if (o->act_bits) p.act = act_code_for_bits(o->act_bits);
+    m.precision = p.name();
     BuiltModel b = build_model(m, /*foreign_ok=*/true);
-    nlohmann::json meta = {{"precision", "int8"},
-                           {"bits", o->bits},
+    nlohmann::json meta = {{"precision", p.name()},
+                           {"weight_bits", p.weight_bits()},
+                           {"act_bits", p.act_bits()},
+                           {"mode", m.mode},
+                           {"keep_8bit", m.keep_8bit},
                            {"calibration", m.calibration},
                            {"calib_samples", m.calib_samples},
                            {"calib_data", m.calib_data.empty() ? "synthetic" : "npy folder"},
@@ -112,6 +120,16 @@ void register_compare(CLI::App& app) {
     BuiltModel fp = build_model(f);
     if (o->m.precision == "fp32") o->m.precision = "int8";
     BuiltModel q = build_model(o->m);
+    // Below 8 bits, the same comparison against int8 too: what the narrower codes cost beyond int8's.
+    const bool vs_int8 = parse_precision(o->m.precision).subbyte();
+    BuiltModel i8;
+    if (vs_int8) {
+      ModelOptions m8 = o->m;
+      m8.precision = "int8";
+      i8 = build_model(m8);
+    }
+    double cos8_sum = 0, cos8_min = 1;
+    int top1_8 = 0;
     std::vector<std::vector<Tensor>> inputs;
     if (!o->inputs.empty()) inputs = load_samples(o->inputs, fp.model->graph(), 1 << 30);
     else
@@ -152,13 +170,21 @@ void register_compare(CLI::App& app) {
         }
       });
       OutputMetrics m = compare_outputs(fout[0], qout[0]);
+      if (vs_int8) {
+        OutputMetrics m8 = compare_outputs(i8.model->run(in)[0], qout[0]);
+        cos8_sum += m8.cosine, cos8_min = std::min(cos8_min, m8.cosine), top1_8 += m8.top1;
+      }
       cos_sum += m.cosine, l2_sum += m.rel_l2, cos_min = std::min(cos_min, m.cosine);
       top1 += m.top1, top5 += m.top5;
     }
     double n = static_cast<double>(inputs.size());
-    std::printf("%s int8 vs fp32 over %zu input(s): cosine mean %.5f (min %.5f)  rel L2 %.4f  top-1 agree %.1f%%  "
+    std::printf("%s %s vs fp32 over %zu input(s): cosine mean %.5f (min %.5f)  rel L2 %.4f  top-1 agree %.1f%%  "
                 "top-5 agree %.1f%%\n",
-                o->m.model.c_str(), inputs.size(), cos_sum / n, cos_min, l2_sum / n, 100.0 * top1 / n, 100.0 * top5 / n);
+                o->m.model.c_str(), q.precision.c_str(), inputs.size(), cos_sum / n, cos_min, l2_sum / n,
+                100.0 * top1 / n, 100.0 * top5 / n);
+    if (vs_int8)
+      std::printf("%s %s vs int8 over %zu input(s): cosine mean %.5f (min %.5f)  top-1 agree %.1f%%\n",
+                  o->m.model.c_str(), q.precision.c_str(), inputs.size(), cos8_sum / n, cos8_min, 100.0 * top1_8 / n);
     std::vector<std::pair<double, std::string>> rows;
     for (auto& [name, a] : layer)
       rows.push_back({a.noise > 0 ? 10 * std::log10(a.signal / a.noise) : 999.0, name});

@@ -72,6 +72,10 @@ class Writer {
       std::memcpy(zp.raw(), q.zero_point.data(), q.zero_point.size() * sizeof(int32_t));
       j["zero_point"] = tensor(zp);
     }
+    // The scheme's code type and narrow range, only where they differ from the storage's defaults
+    // (int8 artifacts are unchanged).
+    if (q.code) j["code"] = dtype_name(*q.code);
+    if (q.narrow) j["narrow"] = true;
     return j;
   }
   std::vector<uint8_t> blob_;
@@ -196,6 +200,15 @@ Artifact load_artifact(const std::string& path) {
         }
         if (scale.dtype() != DType::f32 || qp.scale.size() != qp.zero_point.size())
           throw bad("quantization parameters of '" + g.value(id).name + "' are malformed");
+        if (q.contains("code")) {
+          auto code = q["code"].is_string() ? dtype_from_name(q["code"].get<std::string>()) : std::nullopt;
+          if (!code) throw bad("unknown code dtype " + q["code"].dump() + " of '" + g.value(id).name + "'");
+          qp.code = *code;
+        }
+        if (q.contains("narrow")) {
+          if (!q["narrow"].is_boolean()) throw bad("'narrow' of '" + g.value(id).name + "' is not a boolean");
+          qp.narrow = q["narrow"].get<bool>();
+        }
         g.value(id).quant = std::move(qp);
       }
       if (jv.contains("constant")) g.value(id).constant = tensor(jv["constant"]);

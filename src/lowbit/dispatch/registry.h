@@ -9,21 +9,10 @@
 
 #include "lowbit/ir/graph.h"
 #include "lowbit/runtime/kernel.h"
+#include "lowbit/runtime/node_context.h"
 #include "lowbit/target/target.h"
 
 namespace lowbit {
-
-struct NodeContext {
-  const Graph& graph;
-  const Node& node;
-  const Target& target;
-  int threads = 1;
-
-  const Value& in(size_t i) const { return graph.value(node.inputs.at(i)); }
-  const Value& out(size_t i) const { return graph.value(node.outputs.at(i)); }
-  bool has_input(size_t i) const { return i < node.inputs.size() && node.inputs[i] != kNoValue; }
-  const Tensor* constant(size_t i) const { return has_input(i) ? graph.constant(node.inputs[i]) : nullptr; }
-};
 
 struct KernelCandidate {
   std::string op;                  // ONNX-style op name the candidate implements
@@ -39,6 +28,9 @@ struct KernelCandidate {
   // Quantized kernels only: "" when this kernel is expected to beat the fp32 kernel of the same
   // node on its ISA, otherwise the measured reason it does not (read by the guard, quant/guard.h).
   std::string (*slower_than_fp32)(const NodeContext&) = nullptr;
+  // Reads 4- / 2-bit codes natively (packed weights, narrow activations) instead of running them
+  // as int8; the guard reports sub-byte nodes that end up on a kernel without it.
+  bool subbyte = false;
 };
 
 // Kernels are compiled only for their own architecture, but the table lists every architecture's

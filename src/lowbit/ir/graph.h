@@ -14,11 +14,28 @@ using ValueId = int32_t;
 using NodeId = int32_t;
 constexpr ValueId kNoValue = -1;
 
-// real = scale * (q - zero_point); per tensor (axis = -1, one entry) or per channel along axis.
+// The quantization scheme of a value: real = scale * (q - zero_point), per tensor (axis = -1, one
+// entry) or per channel along axis. `code` is the integer type of the codes q, which may be
+// narrower than the value's storage dtype: 4-bit activation codes live in u8 storage between
+// int8 kernels (their clamp is [0, 15]), and logical-mode weights keep i4 codes in i8 storage.
+// Every range (clamps, calibration levels, validation) comes from dtype_info(code). `narrow`:
+// the code range drops its most negative value (int8 weights: [-127, 127]).
 struct QuantParams {
+  QuantParams() = default;
+  QuantParams(std::vector<float> s, std::vector<int32_t> zp, int ax = -1, std::optional<DType> c = std::nullopt,
+              bool nr = false)
+      : scale(std::move(s)), zero_point(std::move(zp)), axis(ax), code(c), narrow(nr) {}
+
   std::vector<float> scale;
   std::vector<int32_t> zero_point;
   int axis = -1;
+  std::optional<DType> code;  // unset: the value's storage dtype
+  bool narrow = false;
+};
+
+// [qmin, qmax] of a value's codes (narrow range applied).
+struct CodeRange {
+  int32_t lo, hi;
 };
 
 struct Value {
@@ -29,6 +46,14 @@ struct Value {
   std::optional<Tensor> constant;
   std::optional<QuantParams> quant;
 };
+
+// The code dtype of a quantized value (its storage dtype when the scheme does not say).
+inline DType code_dtype(const Value& v) { return v.quant && v.quant->code ? *v.quant->code : v.dtype; }
+inline CodeRange code_range(const Value& v) {
+  const DTypeInfo& d = dtype_info(code_dtype(v));
+  const bool narrow = v.quant && v.quant->narrow && d.is_signed;
+  return {static_cast<int32_t>(d.qmin + (narrow ? 1 : 0)), static_cast<int32_t>(d.qmax)};
+}
 
 struct Node {
   std::string name;

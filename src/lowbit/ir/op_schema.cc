@@ -239,6 +239,11 @@ const OpSchema* find_schema(std::string_view op) {
   return it == r.end() ? nullptr : &it->second;
 }
 
+QuantPassthrough quant_passthrough(std::string_view op) {
+  const OpSchema* s = find_schema(op);
+  return s ? s->quant_passthrough : QuantPassthrough::no;
+}
+
 std::vector<std::string> supported_ops() {
   std::vector<std::string> ops;
   for (auto& [name, s] : registry()) ops.push_back(name);  // std::map keeps them sorted

@@ -43,12 +43,25 @@ class InferContext {
   Node& n_;
 };
 
+// How an op treats the quantized codes of its input 0, if it can run on them with the input's scale
+// and zero point: the one statement of it that the quantizer, the QDQ export and the QDQ fusion read.
+enum class QuantPassthrough : uint8_t {
+  no,        // needs real values (or requantizes: QConv, QAdd)
+  moves,     // bytes move unchanged (Flatten, Reshape, Squeeze, Unsqueeze)
+  selects,   // each output is one of its inputs' codes (MaxPool): order-preserving
+  averages,  // each output is a rounded mean of input codes (GlobalAveragePool)
+};
+
 struct OpSchema {
   std::string op;
   int min_inputs = 1, max_inputs = 1;
   int min_outputs = 1, max_outputs = 1;
   std::function<void(InferContext&)> infer;  // checks dtypes/attrs/shapes and sets outputs
+  QuantPassthrough quant_passthrough = QuantPassthrough::no;
 };
+
+// The op's QuantPassthrough (no for unknown ops).
+QuantPassthrough quant_passthrough(std::string_view op);
 
 // Registered schemas (ir/ops_*.cc).
 const OpSchema* find_schema(std::string_view op);

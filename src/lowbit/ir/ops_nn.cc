@@ -335,8 +335,8 @@ void infer_pad(InferContext& c) {
   c.set_output(0, c.dtype(0), y);
 }
 
-OpSchema unary(const char* op, void (*infer)(InferContext&)) {
-  return {.op = op, .min_inputs = 1, .max_inputs = 1, .infer = infer};
+OpSchema unary(const char* op, void (*infer)(InferContext&), QuantPassthrough qp = QuantPassthrough::no) {
+  return {.op = op, .min_inputs = 1, .max_inputs = 1, .infer = infer, .quant_passthrough = qp};
 }
 
 const bool kRegistered = [] {
@@ -350,15 +350,15 @@ const bool kRegistered = [] {
   SchemaRegistrar({.op = "Clip", .min_inputs = 1, .max_inputs = 3, .infer = infer_clip});
   SchemaRegistrar(unary("Softmax", infer_softmax));
   SchemaRegistrar({.op = "MaxPool", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 2,
-                   .infer = infer_pool});
+                   .infer = infer_pool, .quant_passthrough = QuantPassthrough::selects});
   SchemaRegistrar(unary("AveragePool", infer_pool));
-  SchemaRegistrar(unary("GlobalAveragePool", infer_global_pool));
+  SchemaRegistrar(unary("GlobalAveragePool", infer_global_pool, QuantPassthrough::averages));
   SchemaRegistrar(unary("GlobalMaxPool", infer_global_pool));
   for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax"})
     SchemaRegistrar({.op = op, .min_inputs = 1, .max_inputs = 2, .infer = infer_reduce});
   SchemaRegistrar({.op = "Gemm", .min_inputs = 2, .max_inputs = 3, .infer = infer_gemm});
   SchemaRegistrar({.op = "MatMul", .min_inputs = 2, .max_inputs = 2, .infer = infer_matmul});
-  SchemaRegistrar(unary("Flatten", infer_flatten));
+  SchemaRegistrar(unary("Flatten", infer_flatten, QuantPassthrough::moves));
   SchemaRegistrar({.op = "Dropout", .min_inputs = 1, .max_inputs = 3, .min_outputs = 1, .max_outputs = 2,
                    .infer = infer_dropout});
   SchemaRegistrar(unary("Identity", infer_identity));

@@ -1,6 +1,7 @@
 // Schemas of the quantized ops: lowbit's internal QConv / QGemm / QAdd (quantization parameters
 // on the Values, see kernels/qu8-gemm/README.md) and ONNX's QuantizeLinear, DequantizeLinear,
 // QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger.
+#include "lowbit/ir/codes.h"
 #include "lowbit/ir/infer_helpers.h"
 #include "lowbit/ir/op_params.h"
 
@@ -17,9 +18,14 @@ void require_quant(const InferContext& c, ValueId v, const char* what, int64_t c
             std::string(what) + " has " + std::to_string(n) + " scales; expected 1 or " + std::to_string(channels));
   c.require(q.zero_point.size() == q.scale.size(), std::string(what) + ": scale and zero_point counts differ");
   for (float s : q.scale) c.require(s > 0.f, std::string(what) + " has a non-positive scale");
-  const DTypeInfo& di = dtype_info(val.dtype);
+  // The scheme's codes must fit the storage: same signedness, no wider (u4 codes in u8 storage).
+  const DTypeInfo& st = dtype_info(val.dtype);
+  const DTypeInfo& di = dtype_info(code_dtype(val));
+  c.require(!di.is_float && di.bits <= 8 && di.is_signed == st.is_signed && di.bits <= st.bits,
+            std::string(what) + " '" + val.name + "': " + di.name + " codes cannot be stored as " + st.name);
+  const CodeRange r = code_range(val);
   for (int32_t z : q.zero_point)
-    c.require(z >= di.qmin && z <= di.qmax,
+    c.require(z >= r.lo && z <= r.hi,
               std::string(what) + " zero point " + std::to_string(z) + " is outside " + di.name + "'s range");
 }
 
@@ -28,6 +34,18 @@ void require_symmetric_weights(const InferContext& c, size_t i, int64_t channels
   for (int32_t z : c.graph().value(c.node().inputs[i]).quant->zero_point)
     c.require(z == 0, "weights must be symmetric (zero point 0), got " + std::to_string(z));
   c.require(c.constant(i) != nullptr, "weights must be constant");
+  // Narrower codes in wider storage (logical mode) must stay in their range: kernels that repack
+  // them to their code width rely on it.
+  const Value& w = c.graph().value(c.node().inputs[i]);
+  if (code_dtype(w) != w.dtype) {
+    const CodeRange r = code_range(w);
+    const Tensor& t = *c.constant(i);
+    for (int64_t k = 0; k < t.numel(); ++k) {
+      const int32_t v = load_code(t.raw(), t.dtype(), k);
+      c.require(v >= r.lo && v <= r.hi, "weight '" + w.name + "' holds " + std::to_string(v) + " at element " +
+                                            std::to_string(k) + ", outside its " + dtype_name(code_dtype(w)) + " codes");
+    }
+  }
 }
 
 void require_output_quant(const InferContext& c, DType out) {
@@ -36,7 +54,7 @@ void require_output_quant(const InferContext& c, DType out) {
 }
 
 void infer_qconv(InferContext& c) {
-  check_input_dtypes(c, {{"X", kU8}, {"W", kI8}, {"B", kF32}, {"residual", kU8}});
+  check_input_dtypes(c, {{"X", kU8}, {"W", kQWeights}, {"B", kF32}, {"residual", kU8}});
   Conv2dParams p = conv2d_params(c.graph(), c.node());
   require_quant(c, c.node().inputs[0], "input", 1);
   require_symmetric_weights(c, 1, p.M);
@@ -46,7 +64,7 @@ void infer_qconv(InferContext& c) {
 }
 
 void infer_qgemm(InferContext& c) {
-  check_input_dtypes(c, {{"A", kU8}, {"B", kI8}, {"C", kF32}});
+  check_input_dtypes(c, {{"A", kU8}, {"B", kQWeights}, {"C", kF32}});
   require_rank(c, 0, 2, "A [M, K]");
   require_rank(c, 1, 2, "B [N, K]");
   const Shape &a = c.shape(0), &w = c.shape(1);

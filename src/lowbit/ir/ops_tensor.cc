@@ -311,7 +311,8 @@ void infer_tile(InferContext& c) {
 }
 
 const bool kRegistered = [] {
-  SchemaRegistrar({.op = "Reshape", .min_inputs = 2, .max_inputs = 2, .infer = infer_reshape});
+  SchemaRegistrar({.op = "Reshape", .min_inputs = 2, .max_inputs = 2, .infer = infer_reshape,
+                   .quant_passthrough = QuantPassthrough::moves});
   SchemaRegistrar({.op = "Transpose", .min_inputs = 1, .max_inputs = 1, .infer = infer_transpose});
   SchemaRegistrar({.op = "Concat", .min_inputs = 1, .max_inputs = kMany, .infer = infer_concat});
   SchemaRegistrar({.op = "Split", .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = kMany,
@@ -320,8 +321,10 @@ const bool kRegistered = [] {
   SchemaRegistrar({.op = "Gather", .min_inputs = 2, .max_inputs = 2, .infer = infer_gather});
   SchemaRegistrar({.op = "Cast", .min_inputs = 1, .max_inputs = 1, .infer = infer_cast});
   SchemaRegistrar({.op = "Slice", .min_inputs = 3, .max_inputs = 5, .infer = infer_slice});
-  SchemaRegistrar({.op = "Unsqueeze", .min_inputs = 2, .max_inputs = 2, .infer = infer_unsqueeze});
-  SchemaRegistrar({.op = "Squeeze", .min_inputs = 1, .max_inputs = 2, .infer = infer_squeeze});
+  SchemaRegistrar({.op = "Unsqueeze", .min_inputs = 2, .max_inputs = 2, .infer = infer_unsqueeze,
+                   .quant_passthrough = QuantPassthrough::moves});
+  SchemaRegistrar({.op = "Squeeze", .min_inputs = 1, .max_inputs = 2, .infer = infer_squeeze,
+                   .quant_passthrough = QuantPassthrough::moves});
   SchemaRegistrar({.op = "Constant", .min_inputs = 0, .max_inputs = 0, .infer = infer_constant});
   SchemaRegistrar({.op = "ConstantOfShape", .min_inputs = 1, .max_inputs = 1, .infer = infer_constant_of_shape});
   SchemaRegistrar({.op = "Range", .min_inputs = 3, .max_inputs = 3, .infer = infer_range});

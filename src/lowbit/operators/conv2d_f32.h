@@ -5,7 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "lowbit/dispatch/registry.h"
+#include "lowbit/runtime/kernel.h"
+#include "lowbit/runtime/node_context.h"
 #include "lowbit/kernels/f32-gemm/f32_gemm.h"
 
 namespace lowbit {

@@ -4,7 +4,8 @@
 #include <memory>
 #include <string>
 
-#include "lowbit/dispatch/registry.h"
+#include "lowbit/runtime/kernel.h"
+#include "lowbit/runtime/node_context.h"
 #include "lowbit/kernels/f32-winograd/f32_winograd.h"
 #include "lowbit/operators/conv2d_f32.h"
 

@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "lowbit/dispatch/registry.h"
+#include "lowbit/ir/codes.h"
+#include "lowbit/runtime/kernel.h"
+#include "lowbit/runtime/node_context.h"
 
 namespace lowbit::ops {
 
@@ -16,6 +18,10 @@ inline std::string need_f32(const NodeContext& ctx, size_t i, const char* what) 
   if (t == DType::f32) return "";
   return std::string(what) + " dtype " + dtype_name(t) + ", needs f32";
 }
+
+// The int8 kernels' weights: int8 as stored, or 4- / 2-bit codes unpacked once at creation (the
+// int8 kernels run every narrower code exactly; the guard reports nodes that run so).
+inline Tensor weights_i8(const NodeContext& ctx, size_t i = 1) { return convert_codes(*ctx.constant(i), DType::i8); }
 
 inline std::string need_constant(const NodeContext& ctx, size_t i, const char* what) {
   if (!ctx.has_input(i) || ctx.constant(i)) return "";

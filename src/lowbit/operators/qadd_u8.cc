@@ -27,8 +27,10 @@ class QAddU8 final : public Kernel {
     p_.zp_y = qy.zero_point[0];
     p_.sa = qa.scale[0] / s_y;
     p_.sb = qb.scale[0] / s_y;
-    const int32_t lo = clamp_bound(ctx.node.attrs.get_float("act_min", -INFINITY), s_y, p_.zp_y, 0);
-    const int32_t hi = std::max(lo, clamp_bound(ctx.node.attrs.get_float("act_max", INFINITY), s_y, p_.zp_y, 255));
+    const CodeRange r = code_range(ctx.out(0));
+    const int32_t lo = clamp_bound(ctx.node.attrs.get_float("act_min", -INFINITY), s_y, p_.zp_y, r, r.lo);
+    const int32_t hi =
+        std::max(lo, clamp_bound(ctx.node.attrs.get_float("act_max", INFINITY), s_y, p_.zp_y, r, r.hi));
     p_.qmin = static_cast<float>(lo - p_.zp_y);
     p_.qmax = static_cast<float>(hi - p_.zp_y);
   }

@@ -41,7 +41,8 @@ class QConv2dIgemm final : public Kernel {
   QConv2dIgemm(const NodeContext& ctx, const Conv2dParams& p, const Qu8GemmKernels& ks)
       : p_(p), ks_(ks), rq_(ctx, p.M, 3) {
     const QuantParams& qx = *ctx.in(0).quant;
-    const int8_t* w = ctx.constant(1)->data<int8_t>();
+    const Tensor w_i8 = ops::weights_i8(ctx);  // sub-byte codes unpacked once
+    const int8_t* w = w_i8.data<int8_t>();
     zp_x_ = static_cast<uint8_t>(qx.zero_point[0]);
 
     Cg_ = p.C_per_group();
@@ -377,7 +378,8 @@ class QConv2dIgemm final : public Kernel {
 class QDwConv2d final : public Kernel {
  public:
   QDwConv2d(const NodeContext& ctx, const Conv2dParams& p) : p_(p), rq_(ctx, p.M, 3) {
-    const int8_t* w = ctx.constant(1)->data<int8_t>();
+    const Tensor w_i8 = ops::weights_i8(ctx);  // sub-byte codes unpacked once
+    const int8_t* w = w_i8.data<int8_t>();
     zp_x_ = static_cast<uint8_t>(ctx.in(0).quant->zero_point[0]);
     const int64_t taps = p.KH * p.KW;
     npairs_ = (taps + 1) / 2;
@@ -464,11 +466,17 @@ std::string need_quant(const Value& v, const char* what, size_t channels) {
   return "";
 }
 
+std::string need_weights(const NodeContext& ctx) {
+  const DType t = ctx.in(1).dtype;
+  if (t == DType::i8 || t == DType::i4 || t == DType::i2) return "";
+  return std::string("weights dtype ") + dtype_name(t) + ", needs i8, i4 or i2";
+}
+
 }  // namespace qops
 
 std::string check_qconv2d_u8_igemm(const NodeContext& ctx) {
   using qops::need_dtype;
-  for (auto r : {need_dtype(ctx, 0, "input", DType::u8), need_dtype(ctx, 1, "weights", DType::i8),
+  for (auto r : {need_dtype(ctx, 0, "input", DType::u8), qops::need_weights(ctx),
                  need_dtype(ctx, 2, "bias", DType::f32), need_dtype(ctx, 3, "residual", DType::u8),
                  ops::need_constant(ctx, 1, "weights"), ops::need_constant(ctx, 2, "bias"), ops::need_rank4(ctx)})
     if (!r.empty()) return r;

@@ -6,7 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "lowbit/dispatch/registry.h"
+#include "lowbit/runtime/kernel.h"
+#include "lowbit/runtime/node_context.h"
 #include "lowbit/kernels/qu8-gemm/qu8_gemm.h"
 
 namespace lowbit {
@@ -14,6 +15,8 @@ namespace lowbit {
 namespace qops {
 // "" if input i is absent or has dtype `want`, else "weights dtype i4, needs i8".
 std::string need_dtype(const NodeContext& ctx, size_t i, const char* what, DType want);
+// "" if the weights (input 1) are i8, or i4 / i2 codes that the int8 kernels unpack once.
+std::string need_weights(const NodeContext& ctx);
 // "" if v carries usable quantization parameters with 1 or `channels` scales, else why not.
 std::string need_quant(const Value& v, const char* what, size_t channels);
 }  // namespace qops

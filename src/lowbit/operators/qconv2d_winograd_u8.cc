@@ -33,7 +33,8 @@ class QConvWinogradU8 final : public Kernel {
  public:
   QConvWinogradU8(const NodeContext& ctx, const Conv2dParams& p)
       : p_(p), ks_(qu8_gemm_kernels_avx2()), rq_(ctx, p.M, 3), plan_(p, ks_.nr, ks_.nr_tail, ks_.mr) {
-    const int8_t* w = ctx.constant(1)->data<int8_t>();
+    const Tensor w_i8 = ops::weights_i8(ctx);  // sub-byte codes unpacked once
+    const int8_t* w = w_i8.data<int8_t>();
     zp_x_ = static_cast<uint8_t>(ctx.in(0).quant->zero_point[0]);
     ngroups_ = ceil_div(p.C, 2);
     nkb_ = ceil_div(2 * ngroups_, static_cast<int64_t>(ks_.kc_max));

@@ -26,7 +26,8 @@ class QGemmGemv final : public Kernel {
     Kp_ = ceil_div(K_, 16) * 16;
     zp_x_ = qx.zero_point[0];
     weights_ = Tensor(DType::i8, {N_ * Kp_});
-    const int8_t* w = ctx.constant(1)->data<int8_t>();
+    const Tensor w_i8 = ops::weights_i8(ctx);  // sub-byte codes unpacked once
+    const int8_t* w = w_i8.data<int8_t>();
     for (int64_t n = 0; n < N_; ++n)
       std::memcpy(weights_.data<int8_t>() + n * Kp_, w + n * K_, static_cast<size_t>(K_));
     act_min_ = ctx.node.attrs.get_float("act_min", -INFINITY);
@@ -79,7 +80,7 @@ class QGemmGemv final : public Kernel {
 
 std::string check_qgemm_u8_gemv(const NodeContext& ctx) {
   using qops::need_dtype;
-  for (auto r : {need_dtype(ctx, 0, "input", DType::u8), need_dtype(ctx, 1, "weights", DType::i8),
+  for (auto r : {need_dtype(ctx, 0, "input", DType::u8), qops::need_weights(ctx),
                  need_dtype(ctx, 2, "bias", DType::f32), ops::need_constant(ctx, 1, "weights"),
                  ops::need_constant(ctx, 2, "bias")})
     if (!r.empty()) return r;

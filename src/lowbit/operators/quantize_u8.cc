@@ -18,6 +18,7 @@ int32_t zero_point(std::span<const TensorView> in) { return in.size() > 2 && in[
 
 class QuantizeU8 final : public Kernel {
  public:
+  explicit QuantizeU8(const NodeContext& ctx) : qmax_(code_range(ctx.out(0)).hi) {}
   void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
     const float* x = in[0].as<float>();
     const float scale = in[1].as<float>()[0];
@@ -26,9 +27,12 @@ class QuantizeU8 final : public Kernel {
     const int64_t n = out[0].numel();
     pool.parallel_for(ops::ceil_div(n, kChunk), [&](int64_t t, int) {
       const int64_t i0 = t * kChunk;
-      qu8_quantize__avx2(static_cast<size_t>(std::min(kChunk, n - i0)), x + i0, scale, zp, y + i0);
+      qu8_quantize__avx2(static_cast<size_t>(std::min(kChunk, n - i0)), x + i0, scale, zp, qmax_, y + i0);
     });
   }
+
+ private:
+  int32_t qmax_;
 };
 
 class DequantizeU8 final : public Kernel {
@@ -76,7 +80,7 @@ std::string check_dequantize_u8(const NodeContext& ctx) {
 }
 
 #if defined(__x86_64__)
-std::unique_ptr<Kernel> create_quantize_u8_avx2(const NodeContext&) { return std::make_unique<QuantizeU8>(); }
+std::unique_ptr<Kernel> create_quantize_u8_avx2(const NodeContext& ctx) { return std::make_unique<QuantizeU8>(ctx); }
 std::unique_ptr<Kernel> create_dequantize_u8_avx2(const NodeContext&) { return std::make_unique<DequantizeU8>(); }
 #endif
 

@@ -4,7 +4,8 @@
 #include <memory>
 #include <string>
 
-#include "lowbit/dispatch/registry.h"
+#include "lowbit/runtime/kernel.h"
+#include "lowbit/runtime/node_context.h"
 
 namespace lowbit {
 

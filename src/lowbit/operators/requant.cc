@@ -5,11 +5,11 @@
 
 namespace lowbit::ops {
 
-int32_t clamp_bound(float act, float s_y, int32_t zp_y, int32_t absent) {
+int32_t clamp_bound(float act, float s_y, int32_t zp_y, CodeRange range, int32_t absent) {
   if (!std::isfinite(act)) return absent;
   float r = std::nearbyintf(act / s_y);
   r = std::min(std::max(r, -1e6f), 1e6f);  // defined behaviour for absurd limits
-  return std::clamp(static_cast<int32_t>(r) + zp_y, 0, 255);
+  return std::clamp(static_cast<int32_t>(r) + zp_y, range.lo, range.hi);
 }
 
 Requant::Requant(const NodeContext& ctx, int64_t channels, int residual_input) {
@@ -37,7 +37,8 @@ Requant::Requant(const NodeContext& ctx, int64_t channels, int residual_input) {
   if (!f32_out) {
     const float act_min = ctx.node.attrs.get_float("act_min", -INFINITY);
     const float act_max = ctx.node.attrs.get_float("act_max", INFINITY);
-    const int32_t lo = clamp_bound(act_min, s_y, zp_y, 0), hi = clamp_bound(act_max, s_y, zp_y, 255);
+    const CodeRange r = code_range(ctx.out(0));
+    const int32_t lo = clamp_bound(act_min, s_y, zp_y, r, r.lo), hi = clamp_bound(act_max, s_y, zp_y, r, r.hi);
     qmin = static_cast<float>(lo - zp_y);
     qmax = static_cast<float>(std::max(lo, hi) - zp_y);
   }

@@ -213,7 +213,7 @@ class QdqFuser {
         Node& n = g_.nodes[i];
         // Only pure data movement: u8 MaxPool / GlobalAveragePool have no SIMD kernel (the guard
         // keeps them fp32 in lowbit's own quantized graphs), so they stay between DQ and Q.
-        bool movable = n.op == "Flatten" || n.op == "Reshape" || n.op == "Squeeze" || n.op == "Unsqueeze";
+        bool movable = quant_passthrough(n.op) == QuantPassthrough::moves;
         if (!movable || n.outputs.size() != 1 || n.inputs.empty()) continue;
         const Node* d = producer(n.inputs[0]);
         auto p = u8_dq(d);

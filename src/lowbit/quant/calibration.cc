@@ -15,33 +15,33 @@ struct Histogram {
   double total = 0;
 };
 
-// Sum of squared error of encoding the histogram's mass with 256 levels over [lo, hi]
+// Sum of squared error of encoding the histogram's mass with steps + 1 levels over [lo, hi]
 // (values outside are clipped to the nearest end).
-double quant_mse(const Histogram& h, float min, float max, float lo, float hi) {
-  double width = (static_cast<double>(max) - min) / kBins, step = (static_cast<double>(hi) - lo) / 255.0;
+double quant_mse(const Histogram& h, float min, float max, float lo, float hi, int steps) {
+  double width = (static_cast<double>(max) - min) / kBins, step = (static_cast<double>(hi) - lo) / steps;
   if (step <= 0) return 1e300;
   double err = 0;
   for (int b = 0; b < kBins; ++b) {
     if (!h.count[b]) continue;
     double x = min + (b + 0.5) * width;
-    double q = std::clamp(std::nearbyint((x - lo) / step), 0.0, 255.0) * step + lo;
+    double q = std::clamp(std::nearbyint((x - lo) / step), 0.0, double(steps)) * step + lo;
     err += h.count[b] * (x - q) * (x - q);
   }
   return err;
 }
 
-// KL divergence between the histogram P and its 256-level quantized version Q over [lo, hi]
+// KL divergence between the histogram P and its (steps + 1)-level quantized version Q over [lo, hi]
 // (clipped mass folded into the edge bins of P, as TensorRT's entropy calibrator does).
-double quant_kl(const Histogram& h, float min, float max, float lo, float hi) {
+double quant_kl(const Histogram& h, float min, float max, float lo, float hi, int steps) {
   double width = (static_cast<double>(max) - min) / kBins;
   int b0 = std::clamp(static_cast<int>((lo - min) / width), 0, kBins - 1);
   int b1 = std::clamp(static_cast<int>(std::ceil((hi - min) / width)), b0 + 1, kBins);
   int n = b1 - b0;
   std::vector<double> p(static_cast<size_t>(n), 0.0);
   for (int b = 0; b < kBins; ++b) p[static_cast<size_t>(std::clamp(b - b0, 0, n - 1))] += h.count[b];
-  // Q: merge P's bins into 256 groups, spread each group's mass evenly over its non-empty bins.
+  // Q: merge P's bins into steps + 1 groups, spread each group's mass evenly over its non-empty bins.
   std::vector<double> q(static_cast<size_t>(n), 0.0);
-  int levels = std::min(256, n);
+  int levels = std::min(steps + 1, n);
   for (int g = 0; g < levels; ++g) {
     int s = g * n / levels, e = (g + 1) * n / levels;
     double mass = 0;
@@ -59,7 +59,7 @@ double quant_kl(const Histogram& h, float min, float max, float lo, float hi) {
   return kl;
 }
 
-Range choose_range(const Histogram& h, float min, float max, CalibrationMethod method) {
+Range choose_range(const Histogram& h, float min, float max, CalibrationMethod method, int steps) {
   if (method == CalibrationMethod::percentile) {
     // Drop 0.01% of the mass on each side.
     double cut = h.total * 1e-4, acc = 0;
@@ -72,10 +72,13 @@ Range choose_range(const Histogram& h, float min, float max, CalibrationMethod m
   // mse / entropy: shrink both ends by the same factor, keep the best.
   Range best{min, max, true};
   double best_score = 1e300;
-  for (int i = 0; i <= 70; ++i) {
+  // Fewer levels clip harder: 4-bit activations are best clipped at 30-60% of their maximum.
+  const int shrink_steps = steps >= 255 ? 70 : 90;
+  for (int i = 0; i <= shrink_steps; ++i) {
     float alpha = 1.0f - 0.01f * static_cast<float>(i);
     float lo = std::min(0.f, min * alpha), hi = std::max(0.f, max * alpha);
-    double score = method == CalibrationMethod::mse ? quant_mse(h, min, max, lo, hi) : quant_kl(h, min, max, lo, hi);
+    double score = method == CalibrationMethod::mse ? quant_mse(h, min, max, lo, hi, steps)
+                                                    : quant_kl(h, min, max, lo, hi, steps);
     if (score < best_score) best_score = score, best = {lo, hi, true};
   }
   return best;
@@ -102,11 +105,15 @@ const char* calibration_method_name(CalibrationMethod m) {
 }
 
 std::vector<Range> calibrate(CompiledModel& model, const std::vector<std::vector<Tensor>>& samples,
-                             CalibrationMethod method, const std::function<void(int, int)>& progress) {
+                             CalibrationMethod method, const std::function<void(int, int)>& progress,
+                             const std::vector<ValueCalibration>& per_value) {
   if (samples.empty()) throw Error("calibration needs at least one sample");
   const size_t nv = model.graph().values.size();
   std::vector<Range> range(nv);
-  const bool hist = method != CalibrationMethod::minmax;
+  auto method_of = [&](size_t v) { return v < per_value.size() && per_value[v].method ? *per_value[v].method : method; };
+  auto steps_of = [&](size_t v) { return v < per_value.size() ? per_value[v].steps : 255; };
+  bool hist = method != CalibrationMethod::minmax;
+  for (const ValueCalibration& c : per_value) hist |= c.method && *c.method != CalibrationMethod::minmax;
   const int total = static_cast<int>(samples.size()) * (hist ? 2 : 1);
   int done = 0;
   for (const auto& s : samples) {
@@ -139,19 +146,24 @@ std::vector<Range> calibrate(CompiledModel& model, const std::vector<std::vector
   }
   std::vector<Range> chosen(nv);
   for (size_t v = 0; v < nv; ++v)
-    chosen[v] = range[v].seen && range[v].hi > range[v].lo ? choose_range(h[v], range[v].lo, range[v].hi, method)
-                                                            : range[v];
+    chosen[v] = range[v].seen && range[v].hi > range[v].lo && method_of(v) != CalibrationMethod::minmax
+                    ? choose_range(h[v], range[v].lo, range[v].hi, method_of(v), steps_of(v))
+                    : range[v];
   return chosen;
 }
 
-QuantParams u8_params(Range r) {
+QuantParams activation_params(Range r, DType code) {
+  const DTypeInfo& d = dtype_info(code);
+  if (d.is_signed || d.is_float || d.bits > 8) throw Error(std::string("activation codes must be u8, u4 or u2, not ") + d.name);
+  const double steps = static_cast<double>(d.qmax);  // unsigned: [0, qmax]
   float lo = std::min(0.f, r.lo), hi = std::max(0.f, r.hi);
   if (hi - lo < 1e-8f) hi = lo + 1e-8f;
-  double scale = (static_cast<double>(hi) - lo) / 255.0;
-  int32_t zp = static_cast<int32_t>(std::clamp(std::nearbyint(-lo / scale), 0.0, 255.0));
+  double scale = (static_cast<double>(hi) - lo) / steps;
+  int32_t zp = static_cast<int32_t>(std::clamp(std::nearbyint(-lo / scale), 0.0, steps));
   QuantParams q;
   q.scale = {static_cast<float>(scale)};
   q.zero_point = {zp};
+  if (code != DType::u8) q.code = code;  // u8 codes in u8 storage: the scheme need not say
   return q;
 }
 

@@ -2,6 +2,7 @@
 // Calibration: run the fp32 model over sample inputs and choose, for every activation, the real
 // range [lo, hi] that its u8 encoding will cover.
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,15 +19,25 @@ struct Range {
   bool seen = false;
 };
 
+// What one value's range is chosen for: `steps` + 1 code levels (255 for u8, 15 for u4, 3 for u2),
+// and optionally a method of its own (sub-byte activations default to mse).
+struct ValueCalibration {
+  int steps = 255;
+  std::optional<CalibrationMethod> method;
+};
+
 // Per value of `model.graph()`: the chosen range (seen == false for values never computed).
-// Runs the samples twice (min/max, then 2048-bin histograms) unless the method is minmax.
-// `progress(done, total)` is called after every sample.
+// Runs the samples twice (min/max, then 2048-bin histograms) unless every method is minmax.
+// `progress(done, total)` is called after every sample. `per_value` (indexed by value id; may be
+// empty or shorter) overrides the level count and method per value.
 std::vector<Range> calibrate(CompiledModel& model, const std::vector<std::vector<Tensor>>& samples,
                              CalibrationMethod method,
-                             const std::function<void(int, int)>& progress = nullptr);
+                             const std::function<void(int, int)>& progress = nullptr,
+                             const std::vector<ValueCalibration>& per_value = {});
 
-// u8 asymmetric parameters for a range: the range is widened to contain 0 so that zero (padding,
-// ReLU) is exact.
-QuantParams u8_params(Range r);
+// Asymmetric parameters of unsigned activation codes (u8, u4, u2) for a range: the range is
+// widened to contain 0 so that zero (padding, ReLU) is exact. Levels come from dtype_info(code).
+QuantParams activation_params(Range r, DType code = DType::u8);
+inline QuantParams u8_params(Range r) { return activation_params(r, DType::u8); }
 
 }  // namespace lowbit

@@ -55,6 +55,61 @@ std::vector<SlowNode> find_slow_quantized_nodes(const CompiledModel& q) {
   return slow;
 }
 
+std::string node_precision(const Graph& g, const Node& n) {
+  if ((n.op != "QConv" && n.op != "QGemm") || n.inputs.size() < 2) return "";
+  const int wb = bit_width(code_dtype(g.value(n.inputs[1]))), ab = bit_width(code_dtype(g.value(n.inputs[0])));
+  if (wb == 8 && ab == 8) return "int8";
+  return "w" + std::to_string(wb) + "a" + std::to_string(ab);
+}
+
+std::vector<SlowNode> find_subbyte_on_int8(const CompiledModel& q) {
+  std::vector<SlowNode> r;
+  const Graph& g = q.graph();
+  for (const Step& s : q.steps()) {
+    const Node& n = g.nodes[static_cast<size_t>(s.node)];
+    const std::string prec = node_precision(g, n);
+    if (prec.empty() || prec == "int8") continue;
+    const KernelCandidate& k = *s.choice.chosen;
+    if (k.subbyte || k.features.empty()) continue;  // a sub-byte kernel, or the guard's fp32 report covers it
+    // The first rejected sub-byte candidate says why; with none in the table for this op, say so.
+    std::string why;
+    for (const Rejection& rej : s.choice.rejected)
+      if (rej.candidate->subbyte) {
+        why = rej.candidate->name + ": " + rej.reason;
+        break;
+      }
+    if (why.empty()) why = "no sub-byte " + n.op + " kernel for this ISA yet";
+    r.push_back({n.name, n.op + " " + prec, k.name, why});
+  }
+  return r;
+}
+
+std::string describe_subbyte_on_int8(const std::vector<SlowNode>& nodes, SlowPolicy policy, const std::string& target) {
+  std::string s = std::to_string(nodes.size()) + " sub-byte node(s) run int8 kernels on their codes on target " + target +
+                  " (exact: the outputs are bit-identical, the speed is int8's)" +
+                  (policy == SlowPolicy::error   ? "; refusing to compile (--on-slow=error):"
+                   : policy == SlowPolicy::allow ? " (--on-slow=allow: no slower sub-byte kernel exists to keep instead):"
+                                                 : " (--on-slow=error refuses):");
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;
+  for (const SlowNode& n : nodes) {
+    std::string key = n.op + " runs " + n.kernel + " because " + n.reason;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == key; });
+    if (it == groups.end()) groups.push_back({key, {n.node}});
+    else it->second.push_back(n.node);
+  }
+  for (auto& [why, names] : groups) {
+    s += "\n  " + std::to_string(names.size()) + " x " + why + "\n    nodes:";
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (i == 12) {
+        s += " ... and " + std::to_string(names.size() - 12) + " more";
+        break;
+      }
+      s += (i ? ", " : " ") + names[i];
+    }
+  }
+  return s;
+}
+
 QuantizedBuild build_quantized(CompiledModel& fp32, const CompileOptions& opts, QuantizeOptions qopts,
                                SlowPolicy policy) {
   QuantizedBuild b;
@@ -65,7 +120,7 @@ QuantizedBuild build_quantized(CompiledModel& fp32, const CompileOptions& opts, 
   copts.allow_foreign_target = true;  // the guard inspects dispatch; running is checked below
   copts.autotune = false;             // tune once, on the final graph
   for (int round = 0; round < 4; ++round) {
-    b.graph = quantize_graph(fp32.graph(), ranges, qopts.keep_fp32);
+    b.graph = quantize_graph(fp32.graph(), ranges, qopts);
     b.model = CompiledModel::compile(b.graph, copts);
     std::vector<SlowNode> slow = find_slow_quantized_nodes(*b.model);
     if (round == 0) b.slow = slow;
@@ -78,6 +133,9 @@ QuantizedBuild build_quantized(CompiledModel& fp32, const CompileOptions& opts, 
     if (qopts.keep_fp32.size() == before) break;
   }
   if (opts.autotune) b.model = CompiledModel::compile(b.graph, opts);
+  b.subbyte_on_int8 = find_subbyte_on_int8(*b.model);
+  if (!b.subbyte_on_int8.empty() && policy == SlowPolicy::error)
+    throw Error(describe_subbyte_on_int8(b.subbyte_on_int8, policy, opts.target.name));
   if (!opts.allow_foreign_target) {
     std::string lacking = host_target().missing(opts.target);
     if (!lacking.empty())

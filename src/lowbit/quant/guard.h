@@ -22,10 +22,21 @@ struct SlowNode {
 // Quantized nodes of a compiled quantized model that run on a portable (non-SIMD) kernel.
 std::vector<SlowNode> find_slow_quantized_nodes(const CompiledModel& q);
 
+// Sub-byte nodes (4- or 2-bit weight or activation codes) that run an int8 kernel on their codes:
+// exact (the codes fit int8, so outputs are bit-identical to a sub-byte kernel's), but without
+// the sub-byte speed-up. `reason` says why no sub-byte kernel was chosen.
+std::vector<SlowNode> find_subbyte_on_int8(const CompiledModel& q);
+// "12 sub-byte node(s) run int8 kernels on their codes on target ...", grouped by reason.
+std::string describe_subbyte_on_int8(const std::vector<SlowNode>& nodes, SlowPolicy policy, const std::string& target);
+// The widest code width among a quantized node's weights and input activations' codes, and the
+// narrowest: "w4a8" for a QConv with i4 weights and u8 input; "" for other nodes.
+std::string node_precision(const Graph& g, const Node& n);
+
 struct QuantizedBuild {
   Graph graph;                           // the quantized graph (before compile's passes), for artifacts
   std::unique_ptr<CompiledModel> model;  // compiled for opts.target
   std::vector<SlowNode> slow;            // what the guard found (kept fp32 / refused / allowed)
+  std::vector<SlowNode> subbyte_on_int8; // sub-byte nodes running int8 kernels on their codes
   SlowPolicy policy = SlowPolicy::fp32;
 };
 

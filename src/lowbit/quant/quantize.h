@@ -9,12 +9,36 @@
 #include <vector>
 
 #include "lowbit/quant/calibration.h"
+#include "lowbit/quant/precision.h"
 #include "lowbit/runtime/compiled_model.h"
 
 namespace lowbit {
 
+// native: sub-byte weights stored packed (two or four per byte) in the graph and the artifact;
+// logical: the same codes in int8 storage (the study's control experiment). Outputs are identical.
+enum class StorageMode { native, logical };
+StorageMode parse_storage_mode(const std::string& s);
+
+// How per-channel weight scales are chosen. automatic: max |w| at 8 bits (int8 stays as it always
+// was), the MSE clipping search below 8 bits.
+enum class WeightScale { automatic, max, mse };
+WeightScale parse_weight_scale(const std::string& s);
+
+// Which Conv / Gemm nodes stay 8-bit (w8a8) when the precision is narrower: `first` = the first
+// Conv or Gemm in graph order (the stem), `last` = the last one (the classifier), plus named nodes.
+// Parsed from "first,last" (default), "none", or a list that may mix both forms.
+struct Keep8Bit {
+  bool first = true, last = true;
+  std::set<std::string> nodes;
+};
+Keep8Bit parse_keep_8bit(const std::string& s);
+
 struct QuantizeOptions {
-  int bits = 8;
+  Precision precision = kInt8;  // of every quantized Conv / Gemm not kept 8-bit
+  StorageMode mode = StorageMode::native;
+  WeightScale weight_scale = WeightScale::automatic;
+  int group_size = 0;           // 0: per channel (group-wise scales are not implemented yet)
+  Keep8Bit keep_8bit;
   CalibrationMethod method = CalibrationMethod::minmax;
   std::vector<std::vector<Tensor>> samples;  // calibration inputs; empty: synthetic
   int synthetic_samples = 8;
@@ -27,13 +51,34 @@ struct QuantizeOptions {
 // is not yet validated; compile it with CompiledModel::compile.
 Graph quantize_model(CompiledModel& fp32, const QuantizeOptions& opts);
 
-// Calibration with the options' samples (or seeded synthetic ones); checks the bit width.
+// Calibration with the options' samples (or seeded synthetic ones); each activation's range is
+// chosen for the code width it will have (activation_widths).
 std::vector<Range> calibrate_model(CompiledModel& fp32, const QuantizeOptions& opts);
 
 // The rewrite alone, given calibrated ranges per value of `g`.
-Graph quantize_graph(const Graph& g, const std::vector<Range>& ranges, const std::set<std::string>& keep_fp32);
+Graph quantize_graph(const Graph& g, const std::vector<Range>& ranges, const QuantizeOptions& opts);
+inline Graph quantize_graph(const Graph& g, const std::vector<Range>& ranges, const std::set<std::string>& keep_fp32) {
+  QuantizeOptions o;
+  o.keep_fp32 = keep_fp32;
+  return quantize_graph(g, ranges, o);
+}
 
-// Per output channel (axis 0), symmetric: q = round(w / s), s = max|w| / 127.
-Tensor quantize_weights_per_channel(const Tensor& w, QuantParams& q);
+// The Conv / Gemm nodes of `g` that opts.keep_8bit keeps at w8a8, each with why ("first conv",
+// "classifier", "--keep-8bit"); empty when the precision is int8.
+std::vector<std::pair<std::string, std::string>> nodes_kept_8bit(const Graph& g, const QuantizeOptions& opts);
+
+// Per value of `g`: the activation code type it gets (u8, u4, u2): the widest any quantized
+// consumer asks for (a Conv / Gemm its precision's activations; Add, pooling and reshapes what
+// their output gets); u8 for values without a quantized consumer.
+std::vector<DType> activation_widths(const Graph& g, const QuantizeOptions& opts);
+
+// Per output channel (axis 0), symmetric (zero point 0), codes of type `code` (i8, i4, i2) stored
+// as `storage` (the code type itself, packed, or i8). i8 codes with the max rule are the int8
+// scheme: s = max|w| / 127, codes in [-127, 127]. The MSE rule searches s per channel for the
+// least squared error over the code range [qmin, qmax].
+Tensor quantize_weights(const Tensor& w, DType code, WeightScale rule, DType storage, QuantParams& q);
+inline Tensor quantize_weights_per_channel(const Tensor& w, QuantParams& q) {
+  return quantize_weights(w, DType::i8, WeightScale::max, DType::i8, q);
+}
 
 }  // namespace lowbit

@@ -67,13 +67,19 @@ std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const Compile
   m->pool_ = std::make_unique<ThreadPool>(opts.threads);
 
   const bool verbose = dispatch_verbose();
+  const Target& host = host_target();
   for (size_t i = 0; i < m->graph_.nodes.size(); ++i) {
     const Node& n = m->graph_.nodes[i];
     NodeContext ctx{m->graph_, n, m->target_, m->pool_->size()};
     Step s;
     s.node = static_cast<NodeId>(i);
     s.choice = select_kernel(ctx);
-    s.kernel = s.choice.chosen->create(ctx);
+    // A kernel for ISA features this CPU lacks is chosen (explain, inspect and artifacts for a
+    // foreign target need the choice) but not created: creating one may already execute its
+    // instructions (an AVX-512 kernel table's initialiser raised SIGILL on an AVX2-only host).
+    bool runnable = true;
+    for (Feature f : s.choice.chosen->features) runnable &= host.has(f);
+    if (runnable) s.kernel = s.choice.chosen->create(ctx);
     s.macs = node_macs(m->graph_, n);
     for (ValueId v : n.inputs) s.inputs.push_back(m->view_of(v));
     for (ValueId v : n.outputs) s.outputs.push_back(m->view_of(v));
@@ -158,6 +164,10 @@ std::vector<Tensor> CompiledModel::run_observed(const std::vector<Tensor>& input
 std::vector<Tensor> CompiledModel::execute(const std::vector<Tensor>& inputs, std::vector<LayerTiming>* timings,
                                            const Observer* observe) {
   const Graph& g = graph_;
+  for (const Step& s : steps_)
+    if (!s.kernel)
+      throw Error("node " + g.nodes[static_cast<size_t>(s.node)].label() + " is compiled for " +
+                  s.choice.chosen->name + ", which this CPU cannot run (target '" + target_.name + "')");
   if (inputs.size() != g.inputs.size())
     throw Error("model takes " + std::to_string(g.inputs.size()) + " input(s), got " + std::to_string(inputs.size()));
   uint8_t* arena = arena_.data<uint8_t>();

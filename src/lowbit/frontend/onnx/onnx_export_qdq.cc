@@ -13,14 +13,18 @@
 #include "lowbit/frontend/onnx/onnx_write.h"
 #include "lowbit/dispatch/registry.h"
 #include "lowbit/frontend/onnx/onnx_export.h"
+#include "lowbit/ir/op_schema.h"
 
 namespace lowbit {
 namespace {
 
 using TP = onnx::TensorProto;
 
+// Ops ONNX Runtime runs on the codes between a DQ and a Q without requantizing: pure data movement
+// and selection (its int8 GlobalAveragePool is not exact against lowbit's rounding).
 bool is_u8_pass_through(const std::string& op) {
-  return op == "MaxPool" || op == "Flatten" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze";
+  const QuantPassthrough p = quant_passthrough(op);
+  return p == QuantPassthrough::moves || p == QuantPassthrough::selects;
 }
 
 class QdqExporter {

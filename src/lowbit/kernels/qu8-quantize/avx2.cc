@@ -12,13 +12,13 @@
 
 namespace lowbit {
 
-void qu8_quantize__avx2(size_t n, const float* x, float scale, int32_t zp, uint8_t* y) {
+void qu8_quantize__avx2(size_t n, const float* x, float scale, int32_t zp, int32_t qmax, uint8_t* y) {
   const __m256 s = _mm256_set1_ps(scale);
-  const __m256 lo = _mm256_set1_ps(static_cast<float>(-zp)), hi = _mm256_set1_ps(static_cast<float>(255 - zp));
+  const __m256 lo = _mm256_set1_ps(static_cast<float>(-zp)), hi = _mm256_set1_ps(static_cast<float>(qmax - zp));
   const __m256i z = _mm256_set1_epi32(zp);
   auto step = [&](__m256 v) {
     const __m256 q = _mm256_min_ps(_mm256_max_ps(_mm256_div_ps(v, s), lo), hi);
-    return _mm256_add_epi32(_mm256_cvtps_epi32(q), z);  // in [0, 255]: the packs below never saturate
+    return _mm256_add_epi32(_mm256_cvtps_epi32(q), z);  // in [0, qmax]: the packs below never saturate
   };
   size_t i = 0;
   for (; i + 32 <= n; i += 32) {

@@ -6,8 +6,9 @@
 
 namespace lowbit {
 
-// y[i] = clamp(nearbyintf(x[i] / scale) + zp, 0, 255); NaN gives 0, +-inf saturate (as the reference).
-void qu8_quantize__avx2(size_t n, const float* x, float scale, int32_t zp, uint8_t* y);
+// y[i] = clamp(nearbyintf(x[i] / scale) + zp, 0, qmax); NaN gives 0, +-inf saturate (as the
+// reference). qmax: the codes' upper bound (255 for u8, 15 for u4 codes in u8 storage, 3 for u2).
+void qu8_quantize__avx2(size_t n, const float* x, float scale, int32_t zp, int32_t qmax, uint8_t* y);
 // y[i] = float(x[i] - zp) * scale
 void qu8_dequantize__avx2(size_t n, const uint8_t* x, float scale, int32_t zp, float* y);
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "lowbit/ir/codes.h"
 #include "lowbit/ir/op_params.h"
 #include "lowbit/kernels/reference/broadcast.h"
 #include "lowbit/kernels/reference/reference.h"
@@ -18,6 +19,9 @@
 namespace lowbit {
 namespace {
 using ref::fail;
+
+// Weight storage the quantized matmuls read: int8, or sub-byte codes packed (ir/codes.h).
+bool is_weight_storage(DType t) { return t == DType::i8 || t == DType::i4 || t == DType::i2; }
 using ref::present;
 
 // ---- the lowbit requantization contract ----
@@ -31,20 +35,21 @@ const QuantParams& quant_of(const Graph& g, const Node& n, ValueId v, const char
 
 float scale_at(const QuantParams& q, int64_t i) { return q.scale.size() == 1 ? q.scale[0] : q.scale.at(size_t(i)); }
 
-// Integer output range [lo, hi] of the fused activation clamp (absent bound: the u8 range).
+// Integer output range [lo, hi] of the fused activation clamp within the output's code range
+// (u8: [0, 255]; u4 codes: [0, 15]; u2: [0, 3]).
 struct QClamp {
-  int32_t lo = 0, hi = 255;
+  int32_t lo = 0, hi = 0;
 };
 
-int32_t clamp_bound(float act, float s_y, int32_t zp_y, int32_t absent) {
+int32_t clamp_bound(float act, float s_y, int32_t zp_y, CodeRange range, int32_t absent) {
   if (!std::isfinite(act)) return absent;
   float r = std::nearbyintf(act / s_y);
-  r = std::min(std::max(r, -1e6f), 1e6f);  // keeps the int conversion defined; no effect on [0, 255]
-  return std::clamp(static_cast<int32_t>(r) + zp_y, 0, 255);
+  r = std::min(std::max(r, -1e6f), 1e6f);  // keeps the int conversion defined; no effect on the code range
+  return std::clamp(static_cast<int32_t>(r) + zp_y, range.lo, range.hi);
 }
 
-QClamp qclamp(float act_min, float act_max, float s_y, int32_t zp_y) {
-  return {clamp_bound(act_min, s_y, zp_y, 0), clamp_bound(act_max, s_y, zp_y, 255)};
+QClamp qclamp(float act_min, float act_max, float s_y, int32_t zp_y, CodeRange range) {
+  return {clamp_bound(act_min, s_y, zp_y, range, range.lo), clamp_bound(act_max, s_y, zp_y, range, range.hi)};
 }
 
 // q = int(nearbyintf(t)) + zp_y, clamped to [lo, hi]. The float clamp before the conversion only
@@ -113,14 +118,15 @@ std::vector<int32_t> conv_acc(const ConvGeom& p, XF xv, WF wv) {
 // ---- QConv ----
 
 void qconv(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
-  if (in[0].dtype != DType::u8 || in[1].dtype != DType::i8 || out[0].dtype != DType::u8)
-    fail(n, "QConv reference expects u8 input, i8 weights and u8 output");
+  if (in[0].dtype != DType::u8 || !is_weight_storage(in[1].dtype) || out[0].dtype != DType::u8)
+    fail(n, "QConv reference expects u8 input, i8 / i4 / i2 weights and u8 output");
   const Conv2dParams p = conv2d_params(g, n);
   const QuantParams& qx = quant_of(g, n, n.inputs[0], "input");
   const QuantParams& qw = quant_of(g, n, n.inputs[1], "weight");
   const QuantParams& qy = quant_of(g, n, n.outputs[0], "output");
   const uint8_t* x = in[0].as<uint8_t>();
-  const int8_t* w = in[1].as<int8_t>();
+  const void* w = in[1].data;
+  const DType wt = in[1].dtype;
   const float* bias = present(in, 2) ? in[2].as<float>() : nullptr;
   const uint8_t* r = present(in, 3) ? in[3].as<uint8_t>() : nullptr;
   uint8_t* y = out[0].as<uint8_t>();
@@ -128,7 +134,7 @@ void qconv(const Graph& g, const Node& n, std::span<const TensorView> in, std::s
   const float s_y = qy.scale[0];
 
   const std::vector<int32_t> acc =
-      conv_acc(geom_of(p), [&](int64_t i) { return int32_t{x[i]} - zp_x; }, [&](int64_t, int64_t i) { return int32_t{w[i]}; });
+      conv_acc(geom_of(p), [&](int64_t i) { return int32_t{x[i]} - zp_x; }, [&](int64_t, int64_t i) { return load_code(w, wt, i); });
 
   std::vector<float> req_scale(static_cast<size_t>(p.M)), req_bias(static_cast<size_t>(p.M), 0.0f);
   for (int64_t m = 0; m < p.M; ++m) {
@@ -142,7 +148,7 @@ void qconv(const Graph& g, const Node& n, std::span<const TensorView> in, std::s
     res_scale = static_cast<float>(double(qr.scale[0]) / s_y);
     zp_r = qr.zero_point[0];
   }
-  const QClamp c = qclamp(p.act_min, p.act_max, s_y, zp_y);
+  const QClamp c = qclamp(p.act_min, p.act_max, s_y, zp_y, code_range(g.value(n.outputs[0])));
   const int64_t plane = p.OH * p.OW;
   for (int64_t i = 0; i < p.N * p.M * plane; ++i) {
     const size_t m = size_t((i / plane) % p.M);
@@ -155,12 +161,13 @@ void qconv(const Graph& g, const Node& n, std::span<const TensorView> in, std::s
 // ---- QGemm: y[M, N] = A[M, K] x W[N, K]^T ----
 
 void qgemm(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
-  if (in[0].dtype != DType::u8 || in[1].dtype != DType::i8) fail(n, "QGemm reference expects u8 A and i8 B");
+  if (in[0].dtype != DType::u8 || !is_weight_storage(in[1].dtype)) fail(n, "QGemm reference expects u8 A and i8 / i4 / i2 B");
   const int64_t M = in[0].shape[0], K = in[0].shape[1], N = in[1].shape[0];
   const QuantParams& qx = quant_of(g, n, n.inputs[0], "input");
   const QuantParams& qw = quant_of(g, n, n.inputs[1], "weight");
   const uint8_t* a = in[0].as<uint8_t>();
-  const int8_t* w = in[1].as<int8_t>();
+  const void* w = in[1].data;
+  const DType wt = in[1].dtype;
   const float* bias = present(in, 2) ? in[2].as<float>() : nullptr;
   const int32_t zp_x = qx.zero_point[0];
   const float act_min = act_attr(n, "act_min", -INFINITY), act_max = act_attr(n, "act_max", INFINITY);
@@ -174,7 +181,7 @@ void qgemm(const Graph& g, const Node& n, std::span<const TensorView> in, std::s
     const QuantParams& qy = quant_of(g, n, n.outputs[0], "output");
     s_y = qy.scale[0];
     zp_y = qy.zero_point[0];
-    c = qclamp(act_min, act_max, s_y, zp_y);
+    c = qclamp(act_min, act_max, s_y, zp_y, code_range(g.value(n.outputs[0])));
   }
   for (int64_t j = 0; j < N; ++j) {
     if (f32_out) {
@@ -188,7 +195,7 @@ void qgemm(const Graph& g, const Node& n, std::span<const TensorView> in, std::s
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       int64_t s = 0;
-      for (int64_t k = 0; k < K; ++k) s += (int64_t{a[i * K + k]} - zp_x) * w[j * K + k];
+      for (int64_t k = 0; k < K; ++k) s += (int64_t{a[i * K + k]} - zp_x) * load_code(w, wt, j * K + k);
       const float t = std::fmaf(static_cast<float>(static_cast<int32_t>(s)), req_scale[size_t(j)], req_bias[size_t(j)]);
       if (f32_out)
         out[0].as<float>()[i * N + j] = std::min(std::max(t, act_min), act_max);
@@ -207,7 +214,8 @@ void qadd(const Graph& g, const Node& n, std::span<const TensorView> in, std::sp
   const float s_y = qy.scale[0];
   const float sa = qa.scale[0] / s_y, sb = qb.scale[0] / s_y;
   const int32_t zp_a = qa.zero_point[0], zp_b = qb.zero_point[0], zp_y = qy.zero_point[0];
-  const QClamp c = qclamp(act_attr(n, "act_min", -INFINITY), act_attr(n, "act_max", INFINITY), s_y, zp_y);
+  const QClamp c = qclamp(act_attr(n, "act_min", -INFINITY), act_attr(n, "act_max", INFINITY), s_y, zp_y,
+                          code_range(g.value(n.outputs[0])));
   const uint8_t* a = in[0].as<uint8_t>();
   const uint8_t* b = in[1].as<uint8_t>();
   uint8_t* y = out[0].as<uint8_t>();
@@ -241,9 +249,10 @@ void quantize_linear(const Graph& g, const Node& n, std::span<const TensorView> 
   const float* scale = in[1].as<float>();
   const AxisIndex ix = axis_index(n, x.shape, in[1]);
   const DType t = out[0].dtype;
-  int64_t lo = 0, hi = 255;
-  if (t == DType::i8) lo = -128, hi = 127;
-  else if (t != DType::u8) fail(n, std::string("QuantizeLinear to ") + dtype_name(t) + " is not supported");
+  if (t != DType::i8 && t != DType::u8) fail(n, std::string("QuantizeLinear to ") + dtype_name(t) + " is not supported");
+  // The output's code range: its dtype's, or narrower codes in u8 / i8 storage (4-bit activations).
+  const CodeRange range = code_range(g.value(n.outputs[0]));
+  const int64_t lo = range.lo, hi = range.hi;
   for (int64_t i = 0; i < x.numel(); ++i) {
     const int64_t a = ix(i);
     const int64_t zp = present(in, 2) ? ref::view_int(in[2], a) : 0;
@@ -272,7 +281,8 @@ void dequantize_linear(const Graph& g, const Node& n, std::span<const TensorView
 
 // ONNX's reference: real-valued rescale of the int32 result, rint (half to even), saturate.
 void store_saturated(const TensorView& y, int64_t i, double v) {
-  const double lo = y.dtype == DType::u8 ? 0.0 : -128.0, hi = y.dtype == DType::u8 ? 255.0 : 127.0;
+  const DTypeInfo& d = dtype_info(y.dtype);
+  const double lo = static_cast<double>(d.qmin), hi = static_cast<double>(d.qmax);
   const double q = std::clamp(std::nearbyint(v), lo, hi);
   if (y.dtype == DType::u8) y.as<uint8_t>()[i] = static_cast<uint8_t>(q);
   else y.as<int8_t>()[i] = static_cast<int8_t>(q);

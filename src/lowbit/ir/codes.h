@@ -1,0 +1,53 @@
+#pragma once
+// Integer codes in any storage width: one accessor for 8-bit and packed sub-byte tensors, so that
+// reference kernels, packers and the quantizer read every width the same way.
+//
+// Packed layout (the ONNX INT4 / INT2 order): element i occupies bits [(i * b) % 8, + b) of byte
+// (i * b) / 8, low bits first; a tail byte's unused bits are zero. Signed codes are two's
+// complement in b bits and sign-extended on load.
+#include <cstdint>
+
+#include "lowbit/ir/tensor.h"
+
+namespace lowbit {
+
+inline int32_t load_code(const void* data, DType t, int64_t i) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  const int b = bit_width(t);
+  if (b == 8) return dtype_info(t).is_signed ? int32_t{static_cast<const int8_t*>(data)[i]} : int32_t{p[i]};
+  const int64_t bit = i * b;
+  const uint32_t mask = (1u << b) - 1u;
+  const uint32_t raw = (p[bit >> 3] >> (bit & 7)) & mask;
+  if (!dtype_info(t).is_signed) return static_cast<int32_t>(raw);
+  const uint32_t sign = 1u << (b - 1);
+  return static_cast<int32_t>(raw ^ sign) - static_cast<int32_t>(sign);
+}
+
+// `v` must lie in t's range (callers clamp); other elements of the byte are kept.
+inline void store_code(void* data, DType t, int64_t i, int32_t v) {
+  auto* p = static_cast<uint8_t*>(data);
+  const int b = bit_width(t);
+  if (b == 8) {
+    p[i] = static_cast<uint8_t>(v);
+    return;
+  }
+  const int64_t bit = i * b;
+  const uint32_t mask = (1u << b) - 1u;
+  const int sh = static_cast<int>(bit & 7);
+  uint8_t& byte = p[bit >> 3];
+  byte = static_cast<uint8_t>((byte & ~(mask << sh)) | ((static_cast<uint32_t>(v) & mask) << sh));
+}
+
+// The same codes in another storage dtype (i8 <-> i4 <-> i2, u8 <-> u4 <-> u2). Throws
+// lowbit::Error when a code does not fit `to`.
+Tensor convert_codes(const Tensor& t, DType to);
+
+// True for the integer dtypes whose values are codes (not i32 / i64 / bool).
+inline bool is_code_dtype(DType t) {
+  switch (t) {
+    case DType::u8: case DType::i8: case DType::u4: case DType::i4: case DType::u2: case DType::i2: return true;
+    default: return false;
+  }
+}
+
+}  // namespace lowbit

@@ -1,0 +1,460 @@
+// Sub-byte widths: precisions, packed codes, the quantizer's 4- and 2-bit schemes, every QConv /
+// QGemm kernel of the dispatch table on 4- and 2-bit codes against the reference, native vs
+// logical storage, artifacts, and the guard's report.
+#include <gtest/gtest.h>
+#include <gmock/gmock.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "lowbit/artifact/artifact.h"
+#include "lowbit/common/error.h"
+#include "lowbit/dispatch/registry.h"
+#include "lowbit/frontend/zoo/zoo.h"
+#include "lowbit/io/synthetic.h"
+#include "lowbit/ir/codes.h"
+#include "lowbit/ir/op_schema.h"
+#include "lowbit/quant/guard.h"
+#include "lowbit/quant/precision.h"
+#include "qu8_test_support.h"
+
+using namespace lowbit;
+using ::testing::HasSubstr;
+
+namespace {
+
+std::unique_ptr<CompiledModel> fp32_model(const std::string& name) {
+  CompileOptions o;
+  o.threads = 2;
+  return CompiledModel::compile(build_zoo_model(name), o);
+}
+
+std::string tmp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("lowbit_subbyte_" + std::to_string(::getpid()) + name)).string();
+}
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.nbytes() == b.nbytes() && std::memcmp(a.raw(), b.raw(), static_cast<size_t>(a.nbytes())) == 0;
+}
+
+}  // namespace
+
+TEST(Precision, ParsesEveryFormAndAlias) {
+  EXPECT_EQ(parse_precision("fp32"), kFp32);
+  EXPECT_EQ(parse_precision("int8"), kInt8);
+  EXPECT_EQ(parse_precision("w8a8"), kInt8);
+  EXPECT_EQ(parse_precision("int4"), (Precision{DType::i4, DType::u4}));
+  EXPECT_EQ(parse_precision("int2"), (Precision{DType::i2, DType::u2}));
+  for (int w : {8, 4, 2})
+    for (int a : {8, 4, 2}) {
+      const std::string name = "w" + std::to_string(w) + "a" + std::to_string(a);
+      const Precision p = parse_precision(name);
+      EXPECT_EQ(p.weight_bits(), w);
+      EXPECT_EQ(p.act_bits(), a);
+      EXPECT_EQ(p.name(), w == 8 && a == 8 ? "int8" : name);
+      EXPECT_EQ(p.subbyte(), w < 8 || a < 8);
+    }
+  for (const char* bad : {"", "int3", "w3a8", "w4a16", "w4", "w4a8x", "fp16", "W4A8"}) {
+    try {
+      parse_precision(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("wNaM")) << bad;
+    }
+  }
+}
+
+TEST(Codes, PackedRoundTripAtEveryWidthAndExtreme) {
+  for (DType t : {DType::i8, DType::u8, DType::i4, DType::u4, DType::i2, DType::u2}) {
+    const DTypeInfo& d = dtype_info(t);
+    for (int64_t n : {1, 2, 3, 5, 7, 8, 9, 31, 33, 64, 101}) {
+      Tensor p(t, {n});
+      EXPECT_EQ(p.nbytes(), (n * d.bits + 7) / 8);
+      std::mt19937 rng(static_cast<uint32_t>(n));
+      std::vector<int32_t> v(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        // The extremes first, then random codes.
+        v[size_t(i)] = i == 0 ? int32_t(d.qmin) : i == 1 ? int32_t(d.qmax)
+                                                         : int32_t(d.qmin + int64_t(rng() % uint32_t(d.qmax - d.qmin + 1)));
+        store_code(p.raw(), t, i, v[size_t(i)]);
+      }
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(load_code(p.raw(), t, i), v[size_t(i)]) << d.name << " n " << n;
+      // The ONNX order: element 0 in the lowest bits of byte 0.
+      if (d.bits < 8) {
+        EXPECT_EQ(p.data<uint8_t>()[0] & ((1 << d.bits) - 1), v[0] & ((1 << d.bits) - 1));
+      }
+      // Through int8 storage and back: the same bytes.
+      const DType wide = d.is_signed ? DType::i8 : DType::u8;
+      Tensor back = convert_codes(convert_codes(p, wide), t);
+      EXPECT_TRUE(same_bytes(p, back)) << d.name;
+    }
+  }
+  Tensor w(DType::i8, {3});
+  w.data<int8_t>()[2] = 8;  // does not fit i4
+  EXPECT_THROW(convert_codes(w, DType::i4), Error);
+}
+
+TEST(QuantizeWeights, SubbyteCodesStayInRangeAndTheMseSearchNeverLosesToMax) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  Tensor w(DType::f32, {13, 37});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = nd(rng) * (1.0f + float(i % 13));
+  w.data<float>()[5] = 40.0f;  // an outlier: clipping pays
+  for (DType code : {DType::i4, DType::i2}) {
+    QuantParams qm, qs;
+    Tensor tm = quantize_weights(w, code, WeightScale::max, code, qm);
+    Tensor ts = quantize_weights(w, code, WeightScale::mse, code, qs);
+    ASSERT_EQ(ts.dtype(), code);
+    EXPECT_EQ(ts.nbytes(), storage_bytes(code, w.numel()));
+    EXPECT_EQ(qs.code, code);
+    const DTypeInfo& d = dtype_info(code);
+    for (int64_t m = 0; m < 13; ++m) {
+      double em = 0, es = 0;
+      for (int64_t k = 0; k < 37; ++k) {
+        const int64_t i = m * 37 + k;
+        const int32_t c = load_code(ts.raw(), code, i);
+        ASSERT_GE(c, d.qmin);
+        ASSERT_LE(c, d.qmax);
+        const double x = w.data<float>()[i];
+        em += std::pow(x - qm.scale[size_t(m)] * load_code(tm.raw(), code, i), 2);
+        es += std::pow(x - qs.scale[size_t(m)] * c, 2);
+      }
+      EXPECT_LE(es, em * (1 + 1e-6)) << d.name << " channel " << m;
+    }
+    // Logical storage: the same codes in int8.
+    QuantParams ql;
+    Tensor tl = quantize_weights(w, code, WeightScale::mse, DType::i8, ql);
+    EXPECT_TRUE(same_bytes(convert_codes(tl, code), ts));
+    EXPECT_EQ(ql.scale, qs.scale);
+  }
+  // int8 is the scheme it always was: s = max|w| / 127, codes in [-127, 127].
+  QuantParams q8;
+  Tensor t8 = quantize_weights_per_channel(w, q8);
+  for (int64_t m = 0; m < 13; ++m) {
+    float amax = 0;
+    for (int64_t k = 0; k < 37; ++k) amax = std::max(amax, std::fabs(w.data<float>()[m * 37 + k]));
+    EXPECT_EQ(q8.scale[size_t(m)], amax / 127.f);
+  }
+  EXPECT_FALSE(q8.code.has_value());
+}
+
+TEST(Keep8Bit, ParsesFirstLastNoneAndNames) {
+  Keep8Bit d = parse_keep_8bit("first,last");
+  EXPECT_TRUE(d.first && d.last && d.nodes.empty());
+  Keep8Bit n = parse_keep_8bit("none");
+  EXPECT_FALSE(n.first || n.last);
+  Keep8Bit m = parse_keep_8bit("first,conv7");
+  EXPECT_TRUE(m.first && !m.last && m.nodes.count("conv7"));
+  EXPECT_THROW(parse_keep_8bit("first,,last"), Error);
+  EXPECT_THROW(parse_keep_8bit("none,first"), Error);
+}
+
+// ---- every QConv kernel of the table on sub-byte codes ----
+
+namespace {
+
+// Turns an int8 QConv case into one with `wcode` weights (stored packed, or as i8 when !packed)
+// and `acode` input and output activation codes.
+void to_subbyte(qu8test::Built& b, DType wcode, DType acode, bool packed, uint32_t seed) {
+  Graph& g = b.g;
+  Node& n = g.nodes[static_cast<size_t>(b.node)];
+  std::mt19937 rng(seed);
+  const DTypeInfo& wd = dtype_info(wcode);
+  const DTypeInfo& ad = dtype_info(acode);
+  Value& wv = g.value(n.inputs[1]);
+  Tensor w(packed ? wcode : DType::i8, wv.shape);
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    const int64_t span = wd.qmax - wd.qmin + 1;
+    // Extremes a quarter of the time each: qmin * qmin products are the largest.
+    const uint32_t r = rng() % 4;
+    const int64_t v = r == 0 ? wd.qmin : r == 1 ? wd.qmax : wd.qmin + int64_t(rng() % uint32_t(span));
+    store_code(w.raw(), w.dtype(), i, static_cast<int32_t>(v));
+  }
+  wv.dtype = w.dtype();
+  wv.constant = w;
+  wv.quant->code = wcode;
+  wv.quant->narrow = false;
+  b.inputs[1] = w;
+  // Input codes in [0, qmax], zero points inside the code range.
+  Value& xv = g.value(n.inputs[0]);
+  for (int64_t i = 0; i < b.inputs[0].numel(); ++i)
+    b.inputs[0].data<uint8_t>()[i] = static_cast<uint8_t>(rng() % uint32_t(ad.qmax + 1));
+  xv.quant->zero_point[0] = std::min<int32_t>(xv.quant->zero_point[0], int32_t(ad.qmax));
+  if (acode != DType::u8) xv.quant->code = acode;
+  Value& yv = g.value(n.outputs[0]);
+  yv.quant->zero_point[0] = std::min<int32_t>(yv.quant->zero_point[0], int32_t(ad.qmax) / 2);
+  yv.quant->scale[0] *= 255.0f / float(ad.qmax);  // keep outputs spread over the narrower range
+  if (acode != DType::u8) yv.quant->code = acode;
+}
+
+}  // namespace
+
+TEST(SubbyteKernels, EveryQConvRowMatchesTheReferenceOnSubbyteCodes) {
+  const Target host = host_target();
+  int ran = 0;
+  std::vector<qu8test::ConvCase> cases = qu8test::conv_cases(false);
+  // Depthwise and grouped shapes too, so the depthwise rows meet sub-byte weights.
+  for (int64_t k : {3, 5}) {
+    qu8test::ConvCase c;
+    c.C = c.M = c.group = 19;
+    c.KH = c.KW = k;
+    c.pads = {k / 2, k / 2, k / 2, k / 2};
+    c.H = 11;
+    c.W = 9;
+    cases.push_back(c);
+    c.SH = c.SW = 2;
+    cases.push_back(c);
+  }
+  for (const KernelCandidate* kc : candidates_for("QConv")) {
+    if (!kc->create) continue;  // another architecture's row
+    bool runnable = true;
+    for (Feature f : kc->features) runnable &= host.has(f);
+    if (!runnable) continue;  // SIMDe covers the VNNI rows elsewhere
+    int applied = 0;
+    for (auto [wcode, acode] : {std::pair{DType::i4, DType::u8}, {DType::i4, DType::u4}, {DType::i2, DType::u2},
+                                {DType::i2, DType::u8}, {DType::i4, DType::u2}})
+      for (size_t ci = 0; ci < cases.size(); ++ci) {
+        qu8test::ConvCase c = cases[ci];
+        c.seed += 1000;
+        qu8test::Built b = qu8test::build_qconv(c);
+        to_subbyte(b, wcode, acode, /*packed=*/ci % 2 == 0, c.seed);
+        const Node& n = b.g.nodes[static_cast<size_t>(b.node)];
+        NodeContext ctx{b.g, n, host, 2};
+        if (!candidate_rejection(*kc, ctx).empty()) continue;
+        ++applied;
+        const Tensor ref = qu8test::run_reference(b);
+        // The reference itself honours the narrower output codes.
+        const CodeRange r = code_range(b.g.value(n.outputs[0]));
+        for (int64_t i = 0; i < ref.numel(); ++i) ASSERT_LE(ref.data<uint8_t>()[i], r.hi);
+        std::unique_ptr<Kernel> k = kc->create(ctx);
+        std::vector<TensorView> in = qu8test::views(b.inputs, n.inputs.size());
+        for (int threads : {1, 2}) {
+          ThreadPool pool(threads);
+          Tensor y(DType::u8, ref.shape());
+          std::vector<TensorView> out = {y.view()};
+          k->run(in, out, pool);
+          ASSERT_TRUE(same_bytes(y, ref)) << kc->name << " " << dtype_name(wcode) << "/" << dtype_name(acode) << " "
+                                          << c.str() << " threads " << threads;
+        }
+      }
+    EXPECT_GT(applied, 0) << kc->name << " applied to no sub-byte case";
+    ++ran;
+  }
+  EXPECT_GT(ran, 0);
+}
+
+TEST(SubbyteKernels, EveryQGemmRowMatchesTheReferenceOnSubbyteWeights) {
+  const Target host = host_target();
+  for (const KernelCandidate* kc : candidates_for("QGemm")) {
+    if (!kc->create) continue;
+    bool runnable = true;
+    for (Feature f : kc->features) runnable &= host.has(f);
+    if (!runnable) continue;
+    for (DType wcode : {DType::i4, DType::i2})
+      for (int64_t K : {1, 7, 33, 130})
+        for (bool f32_out : {false, true}) {
+          Graph g;
+          std::mt19937 rng{static_cast<uint32_t>(K)};
+          const int64_t N = 19;
+          Tensor a(DType::u8, {1, K});
+          for (int64_t i = 0; i < K; ++i) a.data<uint8_t>()[i] = uint8_t(rng() % 16);
+          Tensor w(wcode, {N, K});
+          const DTypeInfo& d = dtype_info(wcode);
+          for (int64_t i = 0; i < w.numel(); ++i)
+            store_code(w.raw(), wcode, i, int32_t(d.qmin + int64_t(rng() % uint32_t(d.qmax - d.qmin + 1))));
+          ValueId va = g.add_value("a", DType::u8, {1, K}, true);
+          g.value(va).quant = QuantParams{{0.1f}, {3}, -1, DType::u4};
+          ValueId vw = g.add_constant("w", w);
+          std::vector<float> s(size_t(N), 0.02f);
+          g.value(vw).quant = QuantParams{s, std::vector<int32_t>(size_t(N), 0), 0, wcode};
+          ValueId vy = g.add_value("y", f32_out ? DType::f32 : DType::u8, {1, N}, true);
+          if (!f32_out) g.value(vy).quant = QuantParams{{0.05f}, {7}, -1, DType::u4};
+          Attributes at;
+          at.set("transB", int64_t{1});
+          g.add_node("QGemm", "fc", {va, vw, kNoValue}, {vy}, at);
+          const Node& n = g.nodes[0];
+          NodeContext ctx{g, n, host, 1};
+          if (!candidate_rejection(*kc, ctx).empty()) continue;
+          Tensor ref(g.value(vy).dtype, {1, N}), y(g.value(vy).dtype, {1, N});
+          std::vector<TensorView> in = {a.view(), w.view(), TensorView{}};
+          std::vector<TensorView> ro = {ref.view()}, yo = {y.view()};
+          find_reference("QGemm")(g, n, in, ro);
+          ThreadPool pool(1);
+          kc->create(ctx)->run(in, yo, pool);
+          ASSERT_TRUE(same_bytes(y, ref)) << kc->name << " " << dtype_name(wcode) << " K " << K;
+        }
+  }
+}
+
+TEST(Validate, RejectsCodesThatDoNotFitTheirStorageOrRange) {
+  qu8test::ConvCase c;
+  qu8test::Built b = qu8test::build_qconv(c);
+  to_subbyte(b, DType::i4, DType::u4, /*packed=*/false, 3);
+  validate_node(b.g, b.g.nodes[0]);  // logical i4 codes in i8 storage: fine
+  Graph g = b.g;
+  Value& w = g.value(g.nodes[0].inputs[1]);
+  w.constant = w.constant->clone();
+  w.constant->data<int8_t>()[0] = 9;  // outside i4
+  try {
+    validate_node(g, g.nodes[0]);
+    ADD_FAILURE() << "accepted an i4 code of 9";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("outside its i4 codes"));
+  }
+  Graph g2 = b.g;
+  g2.value(g2.nodes[0].inputs[0]).quant->code = DType::i4;  // signed codes in u8 storage
+  EXPECT_THROW(validate_node(g2, g2.nodes[0]), Error);
+}
+
+// ---- the quantizer end to end ----
+
+TEST(Subbyte, NativeAndLogicalGiveBitIdenticalOutputsAndNativeIsPacked) {
+  auto fp32 = fp32_model("resnet18");
+  CompileOptions o;
+  o.threads = 2;
+  for (const char* prec : {"w4a8", "w4a4", "w2a2"}) {
+    QuantizeOptions q;
+    q.synthetic_samples = 2;
+    q.precision = parse_precision(prec);
+    QuantizedBuild native = build_quantized(*fp32, o, q, SlowPolicy::fp32);
+    q.mode = StorageMode::logical;
+    QuantizedBuild logical = build_quantized(*fp32, o, q, SlowPolicy::fp32);
+    int packed = 0, kept8 = 0;
+    for (const Value& v : native.model->graph().values) {
+      if (!v.constant || !v.quant) continue;
+      if (v.dtype == DType::i4 || v.dtype == DType::i2) ++packed;
+      if (v.dtype == DType::i8) ++kept8;
+    }
+    EXPECT_GE(packed, 15) << prec;  // every conv but the stem
+    EXPECT_EQ(kept8, 2) << prec;    // the stem and the classifier (--keep-8bit first,last)
+    for (const Value& v : logical.model->graph().values)
+      if (v.constant && v.quant) {
+        EXPECT_EQ(v.dtype, DType::i8) << prec << " " << v.name;
+      }
+    EXPECT_LT(native.model->weight_bytes(), logical.model->weight_bytes() * 0.6) << prec;
+    for (uint64_t seed : {11u, 12u}) {
+      auto in = synthetic_inputs(fp32->graph(), seed);
+      EXPECT_TRUE(same_bytes(native.model->run(in)[0], logical.model->run(in)[0])) << prec;
+    }
+    // Sub-byte nodes run int8 kernels on their codes here, and the guard says so.
+    EXPECT_FALSE(native.subbyte_on_int8.empty()) << prec;
+    EXPECT_THAT(describe_subbyte_on_int8(native.subbyte_on_int8, SlowPolicy::fp32, "host"),
+                HasSubstr("bit-identical"));
+  }
+}
+
+TEST(Subbyte, ArtifactKeepsPackedWeightsAndTheirScheme) {
+  auto fp32 = fp32_model("resnet18");
+  CompileOptions o;
+  o.threads = 1;
+  QuantizeOptions q;
+  q.synthetic_samples = 1;
+  q.precision = parse_precision("w4a4");
+  QuantizedBuild b = build_quantized(*fp32, o, q, SlowPolicy::fp32);
+  const std::string path = tmp_path("w4a4.lbm");
+  save_artifact(path, b.model->graph(), "{}");
+  Artifact a = load_artifact(path);
+  int i4 = 0, u4 = 0;
+  for (const Value& v : a.graph.values) {
+    if (v.constant && v.dtype == DType::i4) {
+      ++i4;
+      EXPECT_EQ(code_dtype(v), DType::i4);
+    }
+    if (!v.constant && v.quant && code_dtype(v) == DType::u4) ++u4;
+  }
+  EXPECT_GE(i4, 15);
+  EXPECT_GE(u4, 10);
+  auto loaded = CompiledModel::compile(std::move(a.graph), o);
+  auto in = synthetic_inputs(fp32->graph(), 5);
+  EXPECT_TRUE(same_bytes(b.model->run(in)[0], loaded->run(in)[0]));
+  std::filesystem::remove(path);
+}
+
+TEST(Subbyte, ActivationCodesStayInTheirRangeAndKeep8BitIsHonoured) {
+  auto fp32 = fp32_model("resnet18");
+  CompileOptions o;
+  o.threads = 2;
+  QuantizeOptions q;
+  q.synthetic_samples = 1;
+  q.precision = parse_precision("w4a2");
+  q.keep_8bit = parse_keep_8bit("none");
+  QuantizedBuild b = build_quantized(*fp32, o, q, SlowPolicy::fp32);
+  EXPECT_TRUE(nodes_kept_8bit(fp32->graph(), q).empty());
+  const Graph& g = b.model->graph();
+  int checked = 0;
+  b.model->run_observed(synthetic_inputs(fp32->graph(), 9), [&](ValueId v, const TensorView& t) {
+    const Value& val = g.value(v);
+    if (t.dtype != DType::u8 || !val.quant || !val.quant->code) return;
+    const CodeRange r = code_range(val);
+    for (int64_t i = 0; i < t.numel(); ++i) ASSERT_LE(t.as<uint8_t>()[i], r.hi) << val.name;
+    ++checked;
+  });
+  EXPECT_GT(checked, 10);
+  // The classifier's input is 2-bit too: nothing is kept.
+  for (const Node& n : g.nodes)
+    if (n.op == "QConv" || n.op == "QGemm") {
+      EXPECT_EQ(code_dtype(g.value(n.inputs[1])), DType::i4) << n.name;
+    }
+  QuantizeOptions bad = q;
+  bad.keep_8bit = parse_keep_8bit("no_such_node");
+  EXPECT_THROW(nodes_kept_8bit(fp32->graph(), bad), Error);
+}
+
+TEST(Subbyte, OnSlowErrorRefusesSubbyteNodesOnInt8Kernels) {
+  auto fp32 = fp32_model("resnet18");
+  CompileOptions o;
+  QuantizeOptions q;
+  q.synthetic_samples = 1;
+  q.precision = parse_precision("w4a8");
+  try {
+    build_quantized(*fp32, o, q, SlowPolicy::error);
+    ADD_FAILURE() << "--on-slow=error accepted sub-byte nodes on int8 kernels";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("refusing to compile"));
+  }
+}
+
+// The study's TVM int4 build never finished; every precision, model and named target here must
+// compile (or be refused with a reason) in seconds. Calibration runs once per model and precision;
+// the time bound is on quantize (rewrite + weight search) + compile for one target.
+TEST(Subbyte, EveryPrecisionModelAndTargetCompilesInSeconds) {
+#if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
+  const std::vector<const char*> models = {"resnet18", "resnet50", "mobilenet_v2"};
+  const double limit_s = 3.0;
+#else
+  const std::vector<const char*> models = {"resnet18"};  // sanitizers: 10-20x slower, the bound is the release one
+  const double limit_s = 1e9;
+#endif
+  for (const char* model : models) {
+    auto fp32 = fp32_model(model);
+    for (const char* prec : {"int8", "w4a8", "w4a4", "w2a8", "w2a2", "w2a4", "w4a2", "w8a4", "w8a2", "int4", "int2"}) {
+      QuantizeOptions q;
+      q.synthetic_samples = 1;
+      q.precision = parse_precision(prec);
+      const std::vector<Range> ranges = calibrate_model(*fp32, q);
+      auto t0 = std::chrono::steady_clock::now();
+      const Graph qg = quantize_graph(fp32->graph(), ranges, q);
+      const double quantize_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      for (const std::string& tname : named_targets()) {
+        CompileOptions o;
+        o.target = parse_target(tname);
+        o.target.name = tname;
+        o.allow_foreign_target = true;
+        o.threads = 1;
+        auto t1 = std::chrono::steady_clock::now();
+        try {
+          auto m = CompiledModel::compile(qg, o);
+          EXPECT_FALSE(m->steps().empty());
+        } catch (const Error& e) {
+          // A refusal must name the node and the reason.
+          EXPECT_THAT(e.what(), HasSubstr("node")) << model << " " << prec << " " << tname;
+        }
+        const double s = quantize_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+        EXPECT_LT(s, limit_s) << model << " " << prec << " on " << tname << ": quantize " << quantize_s << " s";
+      }
+    }
+  }
+}
