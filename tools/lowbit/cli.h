@@ -68,6 +68,7 @@ void register_bench(CLI::App& app);
 void register_explain(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_targets(CLI::App& app);
+void register_ops(CLI::App& app);
 void register_export(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_compare(CLI::App& app);

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "cli.h"
+#include "lowbit/ir/op_schema.h"
 #include "lowbit/common/error.h"
 #include "lowbit/passes/qdq.h"
 #include "lowbit/dispatch/kernel_inspect.h"
@@ -15,17 +16,21 @@
 namespace lowbit::cli {
 namespace {
 
+// "u8(u4),i4,f32->u8(u4)": storage dtypes, with the codes in parentheses where they are narrower.
 std::string signature(const Graph& g, const Node& n) {
+  auto one = [&](ValueId v) -> std::string {
+    if (v == kNoValue) return "-";
+    const Value& val = g.value(v);
+    std::string t = dtype_name(val.dtype);
+    if (code_dtype(val) != val.dtype) t += std::string("(") + dtype_name(code_dtype(val)) + ")";
+    return t;
+  };
   std::string s;
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    if (i) s += ",";
-    s += n.inputs[i] == kNoValue ? "-" : dtype_name(g.value(n.inputs[i]).dtype);
-  }
+  for (size_t i = 0; i < n.inputs.size(); ++i) s += (i ? "," : "") + one(n.inputs[i]);
   s += "->";
-  for (size_t i = 0; i < n.outputs.size(); ++i) {
-    if (i) s += ",";
-    s += n.outputs[i] == kNoValue ? "-" : dtype_name(g.value(n.outputs[i]).dtype);
-  }
+  for (size_t i = 0; i < n.outputs.size(); ++i) s += (i ? "," : "") + one(n.outputs[i]);
+  const std::string prec = node_precision(g, n);
+  if (!prec.empty()) s += "  " + prec;
   return s;
 }
 
@@ -227,6 +232,40 @@ void register_targets(CLI::App& app) {
                   t.feature_string().c_str(), lacking.empty() ? "runs on host" : ("host lacks " + lacking).c_str());
     }
     std::printf("\nexplicit feature lists: --target x86-64+avx2+fma; LOWBIT_ISA=generic|avx2 caps the host.\n");
+  });
+}
+
+void register_ops(CLI::App& app) {
+  struct Opts {
+    std::string target, op;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("ops", "every op the validation layer knows: dtype signatures and the kernels "
+                                        "that serve it on a target, best first");
+  cmd->add_option("--target", o->target, "target (default: host; `lowbit targets` lists them)");
+  cmd->add_option("--op", o->op, "only this op");
+  cmd->callback([o] {
+    const Target t = parse_target(o->target);
+    std::printf("target %s [%s]\n", t.name.c_str(), t.feature_string().c_str());
+    int shown = 0;
+    for (const std::string& op : supported_ops()) {
+      if (!o->op.empty() && op != o->op) continue;
+      ++shown;
+      const OpSchema* s = find_schema(op);
+      std::printf("\n%s  (%d-%d inputs)%s%s\n", op.c_str(), s->min_inputs, s->max_inputs, *s->signatures ? "  " : "",
+                  s->signatures);
+      for (const KernelCandidate* c : candidates_for(op)) {
+        std::string status;
+        if (!c->features.empty() && c->arch != t.arch) status = "other architecture";
+        else if (!c->create) status = "not in this build";
+        else {
+          for (Feature f : c->features)
+            if (!t.has(f)) status += std::string(status.empty() ? "target lacks " : ", ") + feature_name(f);
+        }
+        std::printf("  %-44s %s\n", c->name.c_str(), status.empty() ? "available" : status.c_str());
+      }
+    }
+    if (!shown) throw Error("no op '" + o->op + "' (run `lowbit ops` for the list)");
   });
 }
 

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   lowbit::cli::register_explain(app);
   lowbit::cli::register_inspect(app);
   lowbit::cli::register_targets(app);
+  lowbit::cli::register_ops(app);
   lowbit::cli::register_export(app);
   lowbit::cli::register_quantize(app);
   lowbit::cli::register_compare(app);

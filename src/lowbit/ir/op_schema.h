@@ -58,6 +58,9 @@ struct OpSchema {
   int min_outputs = 1, max_outputs = 1;
   std::function<void(InferContext&)> infer;  // checks dtypes/attrs/shapes and sets outputs
   QuantPassthrough quant_passthrough = QuantPassthrough::no;
+  // The dtype signatures the infer rule accepts, for `lowbit ops` (stated where they are not just
+  // f32): "X u8 (codes u8|u4|u2), W i8|i4|i2, B f32 -> Y u8".
+  const char* signatures = "";
 };
 
 // The op's QuantPassthrough (no for unknown ops).

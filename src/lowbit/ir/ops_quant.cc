@@ -190,11 +190,17 @@ void infer_matmul_integer(InferContext& c) {
 }
 
 const bool kRegistered = [] {
-  SchemaRegistrar({.op = "QConv", .min_inputs = 2, .max_inputs = 4, .infer = infer_qconv});
-  SchemaRegistrar({.op = "QGemm", .min_inputs = 2, .max_inputs = 3, .infer = infer_qgemm});
-  SchemaRegistrar({.op = "QAdd", .min_inputs = 2, .max_inputs = 2, .infer = infer_qadd});
-  SchemaRegistrar({.op = "QuantizeLinear", .min_inputs = 2, .max_inputs = 3, .infer = infer_quantize_linear});
-  SchemaRegistrar({.op = "DequantizeLinear", .min_inputs = 2, .max_inputs = 3, .infer = infer_dequantize_linear});
+  SchemaRegistrar({.op = "QConv", .min_inputs = 2, .max_inputs = 4, .infer = infer_qconv,
+                   .signatures = "X u8 (codes u8|u4|u2), W i8|i4|i2 (i4/i2 packed, or codes in i8), B f32, "
+                                 "residual u8 -> Y u8 (codes u8|u4|u2)"});
+  SchemaRegistrar({.op = "QGemm", .min_inputs = 2, .max_inputs = 3, .infer = infer_qgemm,
+                   .signatures = "A u8 (codes u8|u4|u2), B i8|i4|i2, C f32 -> Y u8 (codes u8|u4|u2) | f32"});
+  SchemaRegistrar({.op = "QAdd", .min_inputs = 2, .max_inputs = 2, .infer = infer_qadd,
+                   .signatures = "A u8, B u8 (codes u8|u4|u2) -> Y u8 (codes u8|u4|u2)"});
+  SchemaRegistrar({.op = "QuantizeLinear", .min_inputs = 2, .max_inputs = 3, .infer = infer_quantize_linear,
+                   .signatures = "X f32|i32, scale f32, zero point u8|i8 -> Y u8|i8 (codes u8|u4|u2 in u8)"});
+  SchemaRegistrar({.op = "DequantizeLinear", .min_inputs = 2, .max_inputs = 3, .infer = infer_dequantize_linear,
+                   .signatures = "X u8|i8|i32, scale f32, zero point -> Y f32"});
   SchemaRegistrar({.op = "QLinearConv", .min_inputs = 8, .max_inputs = 9, .infer = infer_qlinear_conv});
   SchemaRegistrar({.op = "QLinearMatMul", .min_inputs = 8, .max_inputs = 8, .infer = infer_qlinear_matmul});
   SchemaRegistrar({.op = "ConvInteger", .min_inputs = 2, .max_inputs = 4, .infer = infer_conv_integer});

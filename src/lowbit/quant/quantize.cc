@@ -43,14 +43,28 @@ Keep8Bit parse_keep_8bit(const std::string& s) {
 
 namespace {
 
-// Squared error of coding `w` (n values) with scale s in [lo, hi].
+// Squared error of coding `w` (n values) with scale s in [lo, hi]. Clamping to the integer
+// bounds first, then rounding with the 1.5 * 2^23 trick (round half to even for |x| < 2^22, as
+// nearbyint under the default rounding mode) lets the compiler vectorize the loop: nearbyint is a
+// libm call on baseline x86-64, and the search (27 trials of every weight) took 2.7 s of a 4.6 s
+// ResNet-50 w4a8 quantize that way.
 double code_error(const float* w, int64_t n, float s, float lo, float hi) {
-  const float inv = 1.0f / s;
+  const float inv = 1.0f / s, magic = 12582912.0f;  // 1.5 * 2^23
+  float acc[8] = {};  // eight lanes the compiler keeps in vectors (no -ffast-math needed)
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8)
+    for (int j = 0; j < 8; ++j) {
+      const float c = std::min(std::max(w[k + j] * inv, lo), hi);
+      const float d = w[k + j] - ((c + magic) - magic) * s;
+      acc[j] += d * d;
+    }
   double e = 0;
-  for (int64_t k = 0; k < n; ++k) {
-    const float q = std::clamp(std::nearbyint(w[k] * inv), lo, hi) * s;
-    e += double(w[k] - q) * double(w[k] - q);
+  for (; k < n; ++k) {
+    const float c = std::min(std::max(w[k] * inv, lo), hi);
+    const float d = w[k] - ((c + magic) - magic) * s;
+    e += double(d) * d;
   }
+  for (float a : acc) e += a;
   return e;
 }
 
