@@ -9,6 +9,7 @@
 #include "lowbit/ir/op_params.h"
 
 #include "lowbit/operators/pool2d_u8.h"
+#include "lowbit/operators/qconv2d_subbyte.h"
 #include "lowbit/operators/qconv2d_u8.h"
 #include "lowbit/operators/quantize_u8.h"
 
@@ -52,6 +53,16 @@ std::vector<KernelCandidate> qu8_candidates() {
                {"qu8_gemm_tile16__avx512vnni", "qu8_gemm_tile8__avx512vnni", "qu8_gemm_narrow__avx512vnni"}});
   t.push_back({"QConv", "qu8-conv2d-igemm-6x16-avxvnni", x86, {F::avx2, F::fma, F::avxvnni}, check_qconv2d_u8_igemm,
                LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avxvnni), {"qu8_gemm_tile__avxvnni"}});
+  // Sub-byte codes (kernels/qsub-gemm/README.md): vpmaddubsw is exact when a 4- or 2-bit code
+  // bounds every product, so one multiply instruction does 32 multiply-adds instead of the int8
+  // kernels' 16; below the VNNI rows, whose vpdpbusd already does 32 in one.
+  using Check = std::string (*)(const NodeContext&);
+  const std::pair<const char*, Check> qsub_rows[] = {{"qu8-qc4w-conv2d-igemm-6x16c4-avx2", check_qconv2d_qc4w_igemm},
+                                                     {"qu8-qc2w-conv2d-igemm-6x16c4-avx2", check_qconv2d_qc2w_igemm},
+                                                     {"qu4-qc8w-conv2d-igemm-6x16c4-avx2", check_qconv2d_qu4_qc8w_igemm}};
+  for (auto [name, check] : qsub_rows)
+    t.push_back({"QConv", name, x86, {F::avx2, F::fma}, check, LOWBIT_X86_ONLY(create_qconv2d_qsub_igemm_avx2),
+                 {"qsub_gemm_tile__avx2"}, qu8_igemm_avx2_vs_fp32, /*subbyte=*/true});
   // Exact integer Winograd ahead of the AVX2 igemm (below the VNNI kernels: on vpdpbusd, int16
   // operands would halve the multiply rate and eat the 2.25x).
   t.push_back({"QConv", "qu8-conv2d-winograd-2x2-3x3-avx2", x86, {F::avx2, F::fma}, check_qconv2d_u8_winograd,
