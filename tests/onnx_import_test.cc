@@ -13,6 +13,7 @@
 #include "lowbit/common/error.h"
 #include "lowbit/frontend/onnx/onnx_import.h"
 #include "lowbit/frontend/onnx/onnx_tensor.h"
+#include "lowbit/ir/codes.h"
 #include "lowbit/runtime/compiled_model.h"
 
 namespace lowbit {
@@ -183,14 +184,19 @@ TEST(OnnxImport, UnknownOp) {
       {"t.onnx", "FooBar", "foo1"});
 }
 
-TEST(OnnxImport, Opset18Rejected) {
-  auto b = relu_model(18);
-  expect_error([&] { b.import(); }, {"t.onnx", "opset 18", "9..17"});
+TEST(OnnxImport, Opset22Rejected) {
+  auto b = relu_model(22);
+  expect_error([&] { b.import(); }, {"t.onnx", "opset 22", "9..21"});
+}
+
+TEST(OnnxImport, Opset21Accepted) {  // INT4 QDQ (sub-byte weights) needs it
+  auto b = relu_model(21);
+  EXPECT_NO_THROW(b.import());
 }
 
 TEST(OnnxImport, Opset8Rejected) {
   auto b = relu_model(8);
-  expect_error([&] { b.import(); }, {"t.onnx", "opset 8", "9..17"});
+  expect_error([&] { b.import(); }, {"t.onnx", "opset 8", "9..21"});
 }
 
 TEST(OnnxImport, OtherDomainRejected) {
@@ -450,6 +456,23 @@ TEST(OnnxTensor, RawAndTypedData) {
   s.set_name("names");
   s.set_data_type(onnx::TensorProto::STRING);
   expect_error([&] { tensor_from_onnx(s); }, {"'names'", "STRING"});
+}
+
+// ONNX INT4 (opset 21): two values per byte, element 0 in the low nibble, read as lowbit's i4.
+TEST(OnnxImport, Int4TensorsArePackedLowNibbleFirst) {
+  onnx::TensorProto t;
+  t.set_name("w");
+  t.set_data_type(kOnnxInt4);
+  t.add_dims(3);
+  const char raw[2] = {static_cast<char>(0x8F), static_cast<char>(0x07)};  // -1, -8 | 7
+  t.set_raw_data(raw, 2);
+  Tensor r = tensor_from_onnx(t);
+  ASSERT_EQ(r.dtype(), DType::i4);
+  EXPECT_EQ(load_code(r.raw(), DType::i4, 0), -1);
+  EXPECT_EQ(load_code(r.raw(), DType::i4, 1), -8);
+  EXPECT_EQ(load_code(r.raw(), DType::i4, 2), 7);
+  t.set_raw_data(raw, 1);  // one byte short
+  expect_error([&] { tensor_from_onnx(t); }, {"'w'", "raw_data", "expected 2"});
 }
 
 }  // namespace

@@ -493,3 +493,30 @@ TEST(Subbyte, EveryPrecisionModelAndTargetCompilesInSeconds) {
     }
   }
 }
+
+// The degenerate-graph detector: a layer whose codes never change over the calibration inputs.
+TEST(Subbyte, DetectorFlagsAConstantLayerAndNotAHealthyModel) {
+  qu8test::ConvCase c;
+  qu8test::Built b = qu8test::build_qconv(c);
+  Graph& g = b.g;
+  Node& n = g.nodes[0];
+  Value& w = g.value(n.inputs[1]);
+  w.constant = Tensor(DType::i8, w.shape);  // all-zero weights, so every output is the bias' code
+  n.inputs.resize(2);                       // and no bias: every output is zp_y
+  g.inputs = {n.inputs[0]};
+  g.outputs = {n.outputs[0]};
+  CompileOptions o;
+  o.threads = 1;
+  auto m = CompiledModel::compile(g, o);
+  const std::vector<std::string> found = find_constant_outputs(*m, {{b.inputs[0]}});
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_THAT(found[0], HasSubstr("'qconv' (QConv)"));
+  EXPECT_THAT(found[0], HasSubstr("code " + std::to_string(c.zp_y)));
+
+  auto fp32 = fp32_model("resnet18");
+  QuantizeOptions q;
+  q.synthetic_samples = 2;
+  q.precision = parse_precision("w4a4");
+  QuantizedBuild qb = build_quantized(*fp32, o, q, SlowPolicy::fp32);
+  EXPECT_TRUE(qb.constant_outputs.empty()) << qb.constant_outputs[0];
+}

@@ -165,6 +165,7 @@ BuiltModel build_model(const ModelOptions& o, bool foreign_ok) {
   }
   QuantizedBuild qb = build_quantized(*fp32, opts, q, policy);
   if (!qb.slow.empty()) std::fprintf(stderr, "lowbit: warning: %s\n", describe_slow_nodes(qb.slow, policy, opts.target.name).c_str());
+  for (const std::string& c : qb.constant_outputs) std::fprintf(stderr, "lowbit: warning: degenerate layer %s\n", c.c_str());
   if (!qb.subbyte_on_int8.empty())
     std::fprintf(stderr, "lowbit: note: %s\n",
                  describe_subbyte_on_int8(qb.subbyte_on_int8, policy, opts.target.name).c_str());

@@ -85,7 +85,16 @@ void register_export(CLI::App& app) {
     for (const Node& n : b.graph.nodes) quantized |= n.op == "QConv" || n.op == "QGemm" || n.op == "QAdd";
     if (quantized) export_onnx_qdq(b.graph, o->out);
     else export_onnx(b.graph, o->out);
-    std::printf("wrote %s (%s)\n", o->out.c_str(), quantized ? "int8, QDQ" : "fp32");
+    std::string what = "fp32";
+    if (quantized) {
+      what = b.precision + ", QDQ";
+      bool w4 = false, a4 = false;
+      for (const Value& v : b.graph.values)
+        if (v.quant && bit_width(code_dtype(v)) < 8) (v.constant ? w4 : a4) = true;
+      if (w4) what += ", INT4 weights (opset 21)";
+      if (a4) what += ", activations below 8 bits as QuantizeLinear + Clip (QCDQ)";
+    }
+    std::printf("wrote %s (%s)\n", o->out.c_str(), what.c_str());
 #endif
   });
 }

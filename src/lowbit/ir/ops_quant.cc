@@ -92,6 +92,11 @@ void infer_qadd(InferContext& c) {
 
 // ONNX per-tensor or per-axis scale/zero-point inputs: a scalar, or a 1-D tensor along `axis`.
 void check_scale_zp(const InferContext& c, size_t scale_i, size_t zp_i, const Shape& x, int64_t axis) {
+  // Opset 21's blocked form (block_size > 0: a scale per block along axis) is group-wise
+  // quantization, which lowbit's kernels do not have yet.
+  c.require(c.attrs().get_int("block_size", 0) == 0,
+            "block_size " + std::to_string(c.attrs().get_int("block_size", 0)) +
+                ": blocked (group-wise) quantization is not supported; lowbit takes per-tensor or per-axis scales");
   const Shape& s = c.shape(scale_i);
   int64_t n = num_elements(s);
   if (n != 1) {
@@ -108,11 +113,18 @@ void check_scale_zp(const InferContext& c, size_t scale_i, size_t zp_i, const Sh
 void infer_quantize_linear(InferContext& c) {
   check_input_dtypes(c, {{"x", kF32 | kI32}, {"y_scale", kF32}, {"y_zero_point", kU8 | kI8}});
   check_scale_zp(c, 1, 2, c.shape(0), c.attrs().get_int("axis", 1));
-  c.set_output(0, c.has_input(2) ? c.dtype(2) : DType::u8, c.shape(0));
+  // Opset 21's output_dtype (an ONNX TensorProto type: 2 = UINT8, 3 = INT8) must agree with the zero point.
+  const int64_t od = c.attrs().get_int("output_dtype", 0);
+  const DType out = c.has_input(2) ? c.dtype(2) : od == 3 ? DType::i8 : DType::u8;
+  c.require(od == 0 || (od == 2 && out == DType::u8) || (od == 3 && out == DType::i8),
+            "output_dtype " + std::to_string(od) + " is not supported here (lowbit quantizes activations to u8 / i8)");
+  c.set_output(0, out, c.shape(0));
 }
 
 void infer_dequantize_linear(InferContext& c) {
-  check_input_dtypes(c, {{"x", kU8 | kI8 | kI32}, {"x_scale", kF32}, {"x_zero_point", kU8 | kI8 | kI32}});
+  // INT4 / UINT4 (ONNX opset 21, packed two per byte) as well: sub-byte QDQ weights.
+  constexpr DTypeSet k4 = dtype_bit(DType::i4) | dtype_bit(DType::u4);
+  check_input_dtypes(c, {{"x", kU8 | kI8 | kI32 | k4}, {"x_scale", kF32}, {"x_zero_point", kU8 | kI8 | kI32 | k4}});
   if (c.has_input(2)) require_same_dtype(c, 0, 2);
   check_scale_zp(c, 1, 2, c.shape(0), c.attrs().get_int("axis", 1));
   c.set_output(0, DType::f32, c.shape(0));
@@ -200,7 +212,7 @@ const bool kRegistered = [] {
   SchemaRegistrar({.op = "QuantizeLinear", .min_inputs = 2, .max_inputs = 3, .infer = infer_quantize_linear,
                    .signatures = "X f32|i32, scale f32, zero point u8|i8 -> Y u8|i8 (codes u8|u4|u2 in u8)"});
   SchemaRegistrar({.op = "DequantizeLinear", .min_inputs = 2, .max_inputs = 3, .infer = infer_dequantize_linear,
-                   .signatures = "X u8|i8|i32, scale f32, zero point -> Y f32"});
+                   .signatures = "X u8|i8|i32|u4|i4, scale f32, zero point -> Y f32"});
   SchemaRegistrar({.op = "QLinearConv", .min_inputs = 8, .max_inputs = 9, .infer = infer_qlinear_conv});
   SchemaRegistrar({.op = "QLinearMatMul", .min_inputs = 8, .max_inputs = 8, .infer = infer_qlinear_matmul});
   SchemaRegistrar({.op = "ConvInteger", .min_inputs = 2, .max_inputs = 4, .infer = infer_conv_integer});

@@ -14,6 +14,7 @@
 #include <limits>
 #include <optional>
 
+#include "lowbit/ir/codes.h"
 #include "lowbit/ir/op_schema.h"
 #include "lowbit/passes/passes.h"
 #include "lowbit/passes/qdq.h"
@@ -304,9 +305,12 @@ class QdqFuser {
     Tensor w;
     QuantParams q;
   };
+  // INT4 / UINT4 weights (opset 21) become i4 codes, stored packed: the native sub-byte form.
   Weights weights_from(const Tensor& data, const Params& p, int64_t channel_axis) const {
-    if (data.dtype() != DType::i8 && data.dtype() != DType::u8)
-      throw Fail{std::string("weights are ") + dtype_name(data.dtype()) + ", not 8-bit"};
+    const DType dt = data.dtype();
+    if (dt != DType::i8 && dt != DType::u8 && dt != DType::i4 && dt != DType::u4)
+      throw Fail{std::string("weights are ") + dtype_name(dt) + ", not 8- or 4-bit"};
+    const bool four = dt == DType::i4 || dt == DType::u4;
     const Shape& s = data.shape();
     const bool transpose = channel_axis == 1;
     if (transpose && s.size() != 2) throw Fail{"weights must be 2-D"};
@@ -322,11 +326,16 @@ class QdqFuser {
       for (int64_t k = 0; k < K; ++k) {
         const int64_t src = transpose ? k * M + m : m * K + k;
         const int64_t v = read_int(data, src) - z;
-        if (v < -128 || v > 127)
-          throw Fail{"weights: zero point " + std::to_string(z) + " leaves values outside i8 (" + std::to_string(v) +
-                     "); lowbit's weights are symmetric i8"};
+        const int64_t lo = four ? -8 : -128, hi = four ? 7 : 127;
+        if (v < lo || v > hi)
+          throw Fail{"weights: zero point " + std::to_string(z) + " leaves values outside " + (four ? "i4" : "i8") +
+                     " (" + std::to_string(v) + "); lowbit's weights are symmetric"};
         r.w.data<int8_t>()[m * K + k] = static_cast<int8_t>(v);
       }
+    }
+    if (four) {
+      r.w = convert_codes(r.w, DType::i4);
+      r.q.code = DType::i4;
     }
     if (p.scale.size() == 1) {
       r.q.scale = {p.scale[0]};
@@ -439,7 +448,7 @@ class QdqFuser {
   }
 
   ValueId weight_const(const Node& n, Weights w) {
-    ValueId id = g_.add_constant(g_.unique_name(n.name + "_weight_i8"), std::move(w.w));
+    ValueId id = g_.add_constant(g_.unique_name(n.name + "_weight_" + dtype_name(w.w.dtype())), std::move(w.w));
     g_.value(id).quant = std::move(w.q);
     return id;
   }

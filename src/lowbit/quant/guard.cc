@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lowbit/common/error.h"
+#include "lowbit/io/synthetic.h"
 
 namespace lowbit {
 namespace {
@@ -110,6 +111,34 @@ std::string describe_subbyte_on_int8(const std::vector<SlowNode>& nodes, SlowPol
   return s;
 }
 
+std::vector<std::string> find_constant_outputs(CompiledModel& q, const std::vector<std::vector<Tensor>>& inputs) {
+  const Graph& g = q.graph();
+  std::vector<NodeId> producer = g.producers();
+  std::vector<int> lo(g.values.size(), 256), hi(g.values.size(), -1);
+  for (const auto& in : inputs)
+    q.run_observed(in, [&](ValueId v, const TensorView& t) {
+      if (t.dtype != DType::u8 || !g.value(v).quant || producer[static_cast<size_t>(v)] < 0) return;
+      const std::string& op = g.nodes[static_cast<size_t>(producer[static_cast<size_t>(v)])].op;
+      if (op != "QConv" && op != "QGemm" && op != "QAdd") return;
+      int& l = lo[static_cast<size_t>(v)];
+      int& h = hi[static_cast<size_t>(v)];
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        const int c = t.as<uint8_t>()[i];
+        l = std::min(l, c);
+        h = std::max(h, c);
+      }
+    });
+  std::vector<std::string> r;
+  for (size_t v = 0; v < g.values.size(); ++v)
+    if (hi[v] >= 0 && lo[v] == hi[v]) {
+      const Node& n = g.nodes[static_cast<size_t>(producer[v])];
+      r.push_back(n.label() + ": every output is code " + std::to_string(lo[v]) + " (" +
+                  dtype_name(code_dtype(g.value(static_cast<ValueId>(v)))) + ") on all " +
+                  std::to_string(inputs.size()) + " calibration input(s): the layer carries no information");
+    }
+  return r;
+}
+
 QuantizedBuild build_quantized(CompiledModel& fp32, const CompileOptions& opts, QuantizeOptions qopts,
                                SlowPolicy policy) {
   QuantizedBuild b;
@@ -134,6 +163,15 @@ QuantizedBuild build_quantized(CompiledModel& fp32, const CompileOptions& opts, 
   }
   if (opts.autotune) b.model = CompiledModel::compile(b.graph, opts);
   b.subbyte_on_int8 = find_subbyte_on_int8(*b.model);
+  // The degenerate-graph detector, below 8 bits, on up to 4 of the calibration inputs.
+  if (qopts.precision.subbyte() && host_target().missing(opts.target).empty()) {
+    std::vector<std::vector<Tensor>> inputs(qopts.samples.begin(),
+                                            qopts.samples.begin() + std::min<ptrdiff_t>(4, qopts.samples.size()));
+    if (inputs.empty())
+      for (int i = 0; i < std::min(4, qopts.synthetic_samples); ++i)
+        inputs.push_back(synthetic_inputs(fp32.graph(), qopts.seed + static_cast<uint64_t>(i)));
+    b.constant_outputs = find_constant_outputs(*b.model, inputs);
+  }
   if (!b.subbyte_on_int8.empty() && policy == SlowPolicy::error)
     throw Error(describe_subbyte_on_int8(b.subbyte_on_int8, policy, opts.target.name));
   if (!opts.allow_foreign_target) {

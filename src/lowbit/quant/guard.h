@@ -26,6 +26,10 @@ std::vector<SlowNode> find_slow_quantized_nodes(const CompiledModel& q);
 // exact (the codes fit int8, so outputs are bit-identical to a sub-byte kernel's), but without
 // the sub-byte speed-up. `reason` says why no sub-byte kernel was chosen.
 std::vector<SlowNode> find_subbyte_on_int8(const CompiledModel& q);
+// The degenerate-graph detector: runs `q` on the inputs and lists the QConv / QGemm / QAdd outputs
+// whose codes are the same everywhere on every input ("layer3.1.conv2: every output is code 0").
+std::vector<std::string> find_constant_outputs(CompiledModel& q, const std::vector<std::vector<Tensor>>& inputs);
+
 // "12 sub-byte node(s) run int8 kernels on their codes on target ...", grouped by reason.
 std::string describe_subbyte_on_int8(const std::vector<SlowNode>& nodes, SlowPolicy policy, const std::string& target);
 // The widest code width among a quantized node's weights and input activations' codes, and the
@@ -37,6 +41,10 @@ struct QuantizedBuild {
   std::unique_ptr<CompiledModel> model;  // compiled for opts.target
   std::vector<SlowNode> slow;            // what the guard found (kept fp32 / refused / allowed)
   std::vector<SlowNode> subbyte_on_int8; // sub-byte nodes running int8 kernels on their codes
+  // Below 8 bits: quantized layer outputs that hold one code over every calibration input (the
+  // study's nbit=1 "9.8 ms" was such a graph, folded away); "node: ..." lines. Empty when the
+  // target cannot run here.
+  std::vector<std::string> constant_outputs;
   SlowPolicy policy = SlowPolicy::fp32;
 };
 

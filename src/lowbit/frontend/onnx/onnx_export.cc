@@ -7,6 +7,7 @@
 #include <set>
 
 #include "lowbit/common/error.h"
+#include "lowbit/frontend/onnx/onnx_tensor.h"
 #include "lowbit/frontend/onnx/onnx_write.h"
 
 namespace lowbit {
@@ -43,6 +44,10 @@ int onnx_elem_type(DType t, const std::string& what) {
     case DType::u8: return TP::UINT8;
     case DType::i8: return TP::INT8;
     case DType::boolean: return TP::BOOL;
+    // ONNX 1.16 / opset 21 element types (Debian's libonnx predates them: plain integers). Packed
+    // two per byte, element 0 in the low nibble: lowbit's i4 / u4 storage exactly.
+    case DType::u4: return kOnnxUint4;
+    case DType::i4: return kOnnxInt4;
     default:
       throw Error(what + ": dtype " + dtype_name(t) + " has no ONNX opset-" + std::to_string(kExportOnnxOpset) +
                   " equivalent");

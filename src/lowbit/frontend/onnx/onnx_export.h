@@ -9,6 +9,9 @@
 namespace lowbit {
 
 constexpr int kExportOnnxOpset = 13;
+// Models with 4-bit weights: DequantizeLinear of INT4 needs opset 21.
+constexpr int kExportOnnxOpsetInt4 = 21;
+
 
 // Serialises `g` as an ONNX ModelProto; throws lowbit::Error naming the offending node/value.
 std::string export_onnx_bytes(const Graph& g);

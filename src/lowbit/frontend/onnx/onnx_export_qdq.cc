@@ -13,6 +13,7 @@
 #include "lowbit/frontend/onnx/onnx_write.h"
 #include "lowbit/dispatch/registry.h"
 #include "lowbit/frontend/onnx/onnx_export.h"
+#include "lowbit/ir/codes.h"
 #include "lowbit/ir/op_schema.h"
 
 namespace lowbit {
@@ -37,7 +38,13 @@ class QdqExporter {
     model.set_producer_name("lowbit");
     auto* opset = model.add_opset_import();
     opset->set_domain("");
-    opset->set_version(kExportOnnxOpset);
+    // Sub-byte weights are written as INT4 (2-bit codes too: they fit, and ONNX Runtime's CPU
+    // DequantizeLinear has INT4 but no INT2), which needs opset 21; the other ops used here mean
+    // the same at 13 and 21.
+    bool int4 = false;
+    for (const Value& v : g_.values) int4 |= v.constant && v.quant && bit_width(code_dtype(v)) < 8;
+    opset->set_version(int4 ? kExportOnnxOpsetInt4 : kExportOnnxOpset);
+    if (int4) model.set_ir_version(10);  // IR 10 introduced the 4-bit types
     gp_ = model.mutable_graph();
     gp_->set_name(g_.name.empty() ? "lowbit" : g_.name);
     for (const Value& v : g_.values) used_.insert(v.name);
@@ -74,6 +81,7 @@ class QdqExporter {
         case DType::u8: t.data<uint8_t>()[i] = static_cast<uint8_t>(v[i]); break;
         case DType::i8: t.data<int8_t>()[i] = static_cast<int8_t>(v[i]); break;
         case DType::i32: t.data<int32_t>()[i] = static_cast<int32_t>(v[i]); break;
+        case DType::i4: store_code(t.raw(), DType::i4, static_cast<int64_t>(i), static_cast<int32_t>(v[i])); break;
         default: throw Error("internal: vec_init dtype");
       }
     }
@@ -146,21 +154,37 @@ class QdqExporter {
     node("DequantizeLinear", val.name + "_dequantize", {name(v), s, z}, {out});
     return out;
   }
+  // QuantizeLinear to u8; codes narrower than u8 (u4 / u2 activations) are then clamped to their
+  // range with a Clip on the u8 codes: QCDQ, the standard-ONNX spelling of n-bit codes in 8-bit
+  // storage (Brevitas writes the same), which every runtime runs as it is.
   std::string q(const std::string& src, const QuantParams& qp, const std::string& out, const std::string& base) {
     auto [s, z] = scale_zp(qp, DType::u8);
-    node("QuantizeLinear", base, {src, s, z}, {out});
+    const DType code = qp.code.value_or(DType::u8);
+    if (code == DType::u8) {
+      node("QuantizeLinear", base, {src, s, z}, {out});
+      return out;
+    }
+    const std::string wide = fresh(out + "_u8");
+    node("QuantizeLinear", base, {src, s, z}, {wide});
+    const std::string lo = vec_init("code_min", DType::u8, std::vector<int32_t>{0}, true);
+    const std::string hi =
+        vec_init(std::string(dtype_name(code)) + "_max", DType::u8, std::vector<int32_t>{int32_t(dtype_info(code).qmax)}, true);
+    node("Clip", base + "_codes", {wide, lo, hi}, {out});
     return out;
   }
 
-  // i8 weights (per output channel along axis 0) -> DequantizeLinear.
+  // i8 weights (per output channel along axis 0) -> DequantizeLinear; 4- and 2-bit codes (packed or
+  // logical) as an INT4 initializer with an INT4 zero point.
   std::string dq_weights(const Node& n, ValueId w) {
     const Value& wv = g_.value(w);
-    if (!wv.constant || wv.dtype != DType::i8) throw Error("node " + n.label() + ": weights must be constant i8");
+    const bool sub = bit_width(code_dtype(wv)) < 8;
+    const bool storage_ok = wv.dtype == DType::i8 || wv.dtype == DType::i4 || wv.dtype == DType::i2;
+    if (!wv.constant || !storage_ok) throw Error("node " + n.label() + ": weights must be constant i8, i4 or i2");
     const QuantParams& qw = quant(g_, n, w);
     const bool per_channel = qw.scale.size() > 1;
-    std::string data = name(w);
+    std::string data = sub ? initializer(wv.name, convert_codes(*wv.constant, DType::i4)) : name(w);
     std::string s = vec_init(wv.name + "_scale", DType::f32, qw.scale, !per_channel);
-    std::string z = vec_init(wv.name + "_zero_point", DType::i8, qw.zero_point, !per_channel);
+    std::string z = vec_init(wv.name + "_zero_point", sub ? DType::i4 : DType::i8, qw.zero_point, !per_channel);
     std::string out = fresh(wv.name + "_dq");
     auto* p = node("DequantizeLinear", wv.name + "_dequantize", {data, s, z}, {out});
     if (per_channel) attr_int(p, "axis", 0);
@@ -192,14 +216,19 @@ class QdqExporter {
     return out;
   }
 
-  // The u8 clamp [lo, hi] that lowbit applies for act_min / act_max on an output (s, z).
-  static std::pair<int32_t, int32_t> qclamp(float act_min, float act_max, float s, int32_t z) {
+  // The unsigned code range of activation parameters (u8: [0, 255]; u4: [0, 15]; u2: [0, 3]).
+  static CodeRange act_range(const QuantParams& q) {
+    return {0, static_cast<int32_t>(dtype_info(q.code.value_or(DType::u8)).qmax)};
+  }
+
+  // The clamp [lo, hi] that lowbit applies for act_min / act_max on an output (s, z) of `range`.
+  static std::pair<int32_t, int32_t> qclamp(float act_min, float act_max, float s, int32_t z, CodeRange range) {
     auto bound = [&](float a, int32_t absent) {
       if (!std::isfinite(a)) return absent;
       float r = std::min(std::max(std::nearbyintf(a / s), -1e6f), 1e6f);
-      return std::clamp(static_cast<int32_t>(r) + z, 0, 255);
+      return std::clamp(static_cast<int32_t>(r) + z, range.lo, range.hi);
     };
-    return {bound(act_min, 0), bound(act_max, 255)};
+    return {bound(act_min, range.lo), bound(act_max, range.hi)};
   }
 
   // Relu / Clip for act_min / act_max; left out where the output's QuantizeLinear clamps the same.
@@ -207,8 +236,9 @@ class QdqExporter {
     const float lo = n.attrs.get_float("act_min", -INFINITY), hi = n.attrs.get_float("act_max", INFINITY);
     if (!std::isfinite(lo) && !std::isfinite(hi)) return src;
     if (qy) {
-      auto [ql, qh] = qclamp(lo, hi, qy->scale[0], qy->zero_point[0]);
-      if (ql == 0 && qh == 255) return src;
+      const CodeRange r = act_range(*qy);
+      auto [ql, qh] = qclamp(lo, hi, qy->scale[0], qy->zero_point[0], r);
+      if (ql == r.lo && qh == r.hi) return src;
     }
     std::string out = fresh(n.name + "_act");
     if (lo == 0.f && !std::isfinite(hi)) {
@@ -283,11 +313,11 @@ class QdqExporter {
       // only part of its range that can reach the clamped output), then a quantized Add.
       const QuantParams& qr = quant(g_, n, r);
       auto [lo, hi] = qclamp(n.attrs.get_float("act_min", -INFINITY), n.attrs.get_float("act_max", INFINITY),
-                             qy.scale[0], qy.zero_point[0]);
+                             qy.scale[0], qy.zero_point[0], act_range(qy));
       const double ymin = double(qy.scale[0]) * (lo - qy.zero_point[0]),
                    ymax = double(qy.scale[0]) * (hi - qy.zero_point[0]);
       const double rmin = double(qr.scale[0]) * (0 - qr.zero_point[0]),
-                   rmax = double(qr.scale[0]) * (255 - qr.zero_point[0]);
+                   rmax = double(qr.scale[0]) * (act_range(qr).hi - qr.zero_point[0]);
       const double L = std::min(ymin - rmax, 0.0), U = std::max(ymax - rmin, 0.0);
       QuantParams qc;
       qc.scale = {static_cast<float>(U > L ? (U - L) / 255.0 : 1.0)};

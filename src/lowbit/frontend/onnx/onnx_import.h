@@ -10,7 +10,9 @@
 namespace lowbit {
 
 constexpr int kMinOnnxOpset = 9;
-constexpr int kMaxOnnxOpset = 17;
+// 21: INT4 / UINT4 QDQ (sub-byte weights). The ops whose form changed in 18-21 are either read in
+// both forms (Reduce* axes as attribute or input) or refused with a reason (blocked Q / DQ).
+constexpr int kMaxOnnxOpset = 21;
 
 // `input_shapes` fixes the shapes of graph inputs by name (the CLI's --input-shape); it must name
 // real inputs and match their rank. Throws lowbit::Error naming the file/node and the reason.

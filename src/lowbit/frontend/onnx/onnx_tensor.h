@@ -10,6 +10,11 @@
 
 namespace lowbit {
 
+// TensorProto.DataType values newer than Debian's libonnx (onnx.proto: UINT4 = 21, INT4 = 22;
+// data_type is a plain int32 field, so they parse as integers).
+constexpr int kOnnxUint4 = 21;
+constexpr int kOnnxInt4 = 22;
+
 // The lowbit dtype an ONNX element type maps to exactly (FLOAT, INT64, INT32, INT8, UINT8, BOOL),
 // or nullopt for the rest.
 std::optional<DType> dtype_from_onnx(int elem_type);

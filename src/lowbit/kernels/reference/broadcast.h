@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lowbit/common/error.h"
+#include "lowbit/ir/codes.h"
 #include "lowbit/ir/graph.h"
 
 namespace lowbit::ref {
@@ -152,6 +153,7 @@ inline int64_t view_int(const TensorView& v, int64_t i) {
     case DType::u8: case DType::boolean: return v.as<uint8_t>()[i];
     case DType::i8: return v.as<int8_t>()[i];
     case DType::f32: return static_cast<int64_t>(v.as<float>()[i]);
+    case DType::u4: case DType::i4: case DType::u2: case DType::i2: return load_code(v.data, v.dtype, i);
     default: throw Error(std::string("cannot read ") + dtype_name(v.dtype) + " as integer");
   }
 }
