@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "lowbit/ir/op_params.h"
 #include "lowbit/kernels/qsub-gemm/qsub_gemm.h"
 #include "lowbit/operators/qconv2d_u8.h"
 
@@ -26,6 +27,15 @@ std::string check_common(const NodeContext& ctx) {
   if (check_qconv2d_u8_winograd(ctx).empty())
     return "the int8 Winograd F(2x2, 3x3) kernel applies and does 2.25x fewer multiply-adds (measured: this "
            "kernel ran at 0.60-0.90x of it on ResNet-18's 3x3 stride-1 convs)";
+  // Strided 1x1 convs with little K: the strided u8 x 4 gather and the tile's int32 round trips
+  // outweigh the faster multiply. Measured per node (AVX2 Zen 3, 1 thread): ResNet-18's
+  // downsamples (K = 64-256, stride 2) ran at 0.80-1.03x of the int8 igemm at w4a8 / w4a4 / w2a2,
+  // while ResNet-50's (K = 256-1024 at stride 2) ran 1.3x faster or more.
+  const Conv2dParams p = conv2d_params(ctx.graph, ctx.node);
+  const int64_t K = p.C_per_group() * p.KH * p.KW;
+  if (p.KH * p.KW == 1 && (p.SH > 1 || p.SW > 1) && K <= 256)
+    return "1x1 stride-" + std::to_string(std::max(p.SH, p.SW)) + " conv with K = " + std::to_string(K) +
+           " (<= 256): measured 0.80-1.03x of the int8 igemm (the strided gather outweighs the faster multiply)";
   const int64_t g = qsub_int16_groups(ctx);
   if (g < 8)
     return "codes " + std::string(dtype_name(code_dtype(ctx.in(0)))) + " x " + dtype_name(code_dtype(ctx.in(1))) +
