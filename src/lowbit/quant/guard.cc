@@ -1,6 +1,7 @@
 #include "lowbit/quant/guard.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "lowbit/common/error.h"
 #include "lowbit/io/synthetic.h"
@@ -25,6 +26,30 @@ bool is_quantized_node(const Graph& g, const Node& n) {
 }
 
 }  // namespace
+
+// "\n  3 x OP<verb>KERNEL because REASON\n    nodes: a, b, c" per distinct reason, in first-seen
+// order, so that a whole-model report stays readable; at most `max_names` names a group.
+static std::string grouped_by_reason(const std::vector<SlowNode>& nodes, const char* verb, size_t max_names) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;
+  for (const SlowNode& n : nodes) {
+    std::string key = n.op + verb + n.kernel + " because " + n.reason;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == key; });
+    if (it == groups.end()) groups.push_back({key, {n.node}});
+    else it->second.push_back(n.node);
+  }
+  std::string s;
+  for (auto& [why, names] : groups) {
+    s += "\n  " + std::to_string(names.size()) + " x " + why + "\n    nodes:";
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (i == max_names) {
+        s += " ... and " + std::to_string(names.size() - max_names) + " more";
+        break;
+      }
+      s += (i ? ", " : " ") + names[i];
+    }
+  }
+  return s;
+}
 
 SlowPolicy parse_slow_policy(const std::string& s) {
   if (s == "fp32") return SlowPolicy::fp32;
@@ -91,24 +116,7 @@ std::string describe_subbyte_on_int8(const std::vector<SlowNode>& nodes, SlowPol
                   (policy == SlowPolicy::error   ? "; refusing to compile (--on-slow=error):"
                    : policy == SlowPolicy::allow ? " (--on-slow=allow: no slower sub-byte kernel exists to keep instead):"
                                                  : " (--on-slow=error refuses):");
-  std::vector<std::pair<std::string, std::vector<std::string>>> groups;
-  for (const SlowNode& n : nodes) {
-    std::string key = n.op + " runs " + n.kernel + " because " + n.reason;
-    auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == key; });
-    if (it == groups.end()) groups.push_back({key, {n.node}});
-    else it->second.push_back(n.node);
-  }
-  for (auto& [why, names] : groups) {
-    s += "\n  " + std::to_string(names.size()) + " x " + why + "\n    nodes:";
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (i == 12) {
-        s += " ... and " + std::to_string(names.size() - 12) + " more";
-        break;
-      }
-      s += (i ? ", " : " ") + names[i];
-    }
-  }
-  return s;
+  return s + grouped_by_reason(nodes, " runs ", 12);
 }
 
 std::vector<std::string> find_constant_outputs(CompiledModel& q, const std::vector<std::vector<Tensor>>& inputs) {
@@ -188,18 +196,7 @@ std::string describe_slow_nodes(const std::vector<SlowNode>& slow, SlowPolicy po
                   target + (policy == SlowPolicy::fp32    ? "; kept in fp32 (--on-slow=error refuses, --on-slow=allow keeps them slow):"
                             : policy == SlowPolicy::error ? "; refusing to compile (--on-slow=error):"
                                                           : "; kept quantized on slow kernels (--on-slow=allow):");
-  // Nodes that fail for the same reason are listed together, so a whole-model failure stays readable.
-  std::vector<std::pair<std::string, std::vector<std::string>>> groups;
-  for (const SlowNode& n : slow) {
-    std::string key = n.op + " would run " + n.kernel + " because " + n.reason;
-    auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == key; });
-    if (it == groups.end()) groups.push_back({key, {n.node}});
-    else it->second.push_back(n.node);
-  }
-  for (auto& [why, nodes] : groups) {
-    s += "\n  " + std::to_string(nodes.size()) + " x " + why + "\n    nodes:";
-    for (size_t i = 0; i < nodes.size(); ++i) s += (i ? ", " : " ") + nodes[i];
-  }
+  s += grouped_by_reason(slow, " would run ", SIZE_MAX);
   return s;
 }
 

@@ -80,6 +80,9 @@ std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const Compile
     bool runnable = true;
     for (Feature f : s.choice.chosen->features) runnable &= host.has(f);
     if (runnable) s.kernel = s.choice.chosen->create(ctx);
+    else if (m->unrunnable_.empty())
+      m->unrunnable_ = "node " + n.label() + " is compiled for " + s.choice.chosen->name +
+                       ", which this CPU cannot run (target '" + m->target_.name + "')";
     s.macs = node_macs(m->graph_, n);
     for (ValueId v : n.inputs) s.inputs.push_back(m->view_of(v));
     for (ValueId v : n.outputs) s.outputs.push_back(m->view_of(v));
@@ -164,10 +167,7 @@ std::vector<Tensor> CompiledModel::run_observed(const std::vector<Tensor>& input
 std::vector<Tensor> CompiledModel::execute(const std::vector<Tensor>& inputs, std::vector<LayerTiming>* timings,
                                            const Observer* observe) {
   const Graph& g = graph_;
-  for (const Step& s : steps_)
-    if (!s.kernel)
-      throw Error("node " + g.nodes[static_cast<size_t>(s.node)].label() + " is compiled for " +
-                  s.choice.chosen->name + ", which this CPU cannot run (target '" + target_.name + "')");
+  if (!unrunnable_.empty()) throw Error(unrunnable_);
   if (inputs.size() != g.inputs.size())
     throw Error("model takes " + std::to_string(g.inputs.size()) + " input(s), got " + std::to_string(inputs.size()));
   uint8_t* arena = arena_.data<uint8_t>();

@@ -71,6 +71,7 @@ class CompiledModel {
   std::unique_ptr<ThreadPool> pool_;
   std::vector<int64_t> offsets_;  // arena offset per value, -1 for constants / non-arena
   int64_t arena_bytes_ = 0;
+  std::string unrunnable_;  // why run() must refuse: the first step compiled for features this CPU lacks
   Tensor arena_;
   double compile_ms_ = 0;
   void autotune();
