@@ -24,16 +24,20 @@ void expect_specific(const std::string& target, const std::string& node, const R
 TEST(Explain, EveryRejectionOnEveryNamedTargetHasASpecificReason) {
   CompileOptions host;
   host.threads = 1;
-  auto fp32 = CompiledModel::compile(build_zoo_model("resnet50"), host);
+  // Built once and copied: generating ResNet-50's 25M synthetic weights was most of this test
+  // under qemu (65% natively, 537 s emulated with one build per target).
+  const Graph resnet50 = build_zoo_model("resnet50");
+  auto fp32 = CompiledModel::compile(resnet50, host);
   QuantizeOptions q;
   q.synthetic_samples = 1;
+  const std::vector<Range> ranges = calibrate_model(*fp32, q);  // once: ranges do not depend on the target
   for (const std::string& name : named_targets()) {
     CompileOptions o;
     o.threads = 1;
     o.target = parse_target(name);
     o.allow_foreign_target = true;
-    auto f = CompiledModel::compile(build_zoo_model("resnet50"), o);
-    QuantizedBuild b = build_quantized(*fp32, o, q, SlowPolicy::allow);
+    auto f = CompiledModel::compile(resnet50, o);
+    QuantizedBuild b = build_quantized(*fp32, ranges, o, q, SlowPolicy::allow);
     int rejections = 0;
     for (const CompiledModel* m : {f.get(), b.model.get()})
       for (const Step& s : m->steps()) {

@@ -149,10 +149,14 @@ std::vector<std::string> find_constant_outputs(CompiledModel& q, const std::vect
 
 QuantizedBuild build_quantized(CompiledModel& fp32, const CompileOptions& opts, QuantizeOptions qopts,
                                SlowPolicy policy) {
+  // Calibrate once; the guard only changes which nodes are rewritten.
+  return build_quantized(fp32, calibrate_model(fp32, qopts), opts, std::move(qopts), policy);
+}
+
+QuantizedBuild build_quantized(CompiledModel& fp32, const std::vector<Range>& ranges, const CompileOptions& opts,
+                               QuantizeOptions qopts, SlowPolicy policy) {
   QuantizedBuild b;
   b.policy = policy;
-  // Calibrate once; the guard only changes which nodes are rewritten.
-  std::vector<Range> ranges = calibrate_model(fp32, qopts);
   CompileOptions copts = opts;
   copts.allow_foreign_target = true;  // the guard inspects dispatch; running is checked below
   copts.autotune = false;             // tune once, on the final graph
