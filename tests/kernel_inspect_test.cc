@@ -135,7 +135,14 @@ TEST(KernelInspect, IsaKernelsContainTheirSignatureInstructions) {
       EXPECT_GT(r.count("vfmadd231ps"), 0) << c->name << ": no packed fp32 FMA";
       ++checked;
     }
-    if (c->subbyte && ends_with(c->name, "-avx2")) {
+    const bool binary = c->name.starts_with("qu1-qb1w-");
+    if (binary) {
+      // XOR-popcount: the nibble table on AVX2, vpopcntq on AVX-512, cnt on NEON (qb1-gemm/README.md).
+      const char* key = ends_with(c->name, "-avx2") ? "vpshufb" : ends_with(c->name, "-neon") ? "cnt" : "vpopcntq";
+      EXPECT_GT(r.count(key), 0) << c->name << ": no " << key;
+      ++checked;
+    }
+    if (c->subbyte && !binary && ends_with(c->name, "-avx2")) {
       // Sub-byte codes bound the products, which is what makes vpmaddubsw exact (qsub-gemm/README.md).
       EXPECT_GT(r.count("vpmaddubsw"), 0) << c->name << ": no vpmaddubsw";
       ++checked;

@@ -210,7 +210,7 @@ TEST(Qu8Conv, ChecksGiveReasons) {
   b.g.value(b.g.nodes[0].inputs[1]).dtype = DType::i4;
   EXPECT_EQ(check_qconv2d_u8_igemm(NodeContext{b.g, b.g.nodes[0], t, 1}), "");
   b.g.value(b.g.nodes[0].inputs[1]).dtype = DType::i32;
-  EXPECT_EQ(check_qconv2d_u8_igemm(NodeContext{b.g, b.g.nodes[0], t, 1}), "weights dtype i32, needs i8, i4 or i2");
+  EXPECT_EQ(check_qconv2d_u8_igemm(NodeContext{b.g, b.g.nodes[0], t, 1}), "weights dtype i32, needs i8, i4, i2 or b1");
   b.g.value(b.g.nodes[0].inputs[1]).dtype = DType::i8;
   b.g.value(b.g.nodes[0].inputs[1]).quant->zero_point[0] = 3;
   EXPECT_EQ(check_qconv2d_u8_igemm(NodeContext{b.g, b.g.nodes[0], t, 1}), "weights zero point 3, needs symmetric (0)");

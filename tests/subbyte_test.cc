@@ -171,7 +171,8 @@ void to_subbyte(qu8test::Built& b, DType wcode, DType acode, bool packed, uint32
     const int64_t span = wd.qmax - wd.qmin + 1;
     // Extremes a quarter of the time each: qmin * qmin products are the largest.
     const uint32_t r = rng() % 4;
-    const int64_t v = r == 0 ? wd.qmin : r == 1 ? wd.qmax : wd.qmin + int64_t(rng() % uint32_t(span));
+    int64_t v = r == 0 ? wd.qmin : r == 1 ? wd.qmax : wd.qmin + int64_t(rng() % uint32_t(span));
+    if (wcode == DType::b1 && v == 0) v = rng() % 2 ? 1 : -1;  // b1 codes are +-1
     store_code(w.raw(), w.dtype(), i, static_cast<int32_t>(v));
   }
   wv.dtype = w.dtype();
@@ -217,7 +218,7 @@ TEST(SubbyteKernels, EveryQConvRowMatchesTheReferenceOnSubbyteCodes) {
     int applied = 0;
     for (auto [wcode, acode] : {std::pair{DType::i4, DType::u8}, {DType::i4, DType::u4}, {DType::i2, DType::u2},
                                 {DType::i2, DType::u8}, {DType::i4, DType::u2}, {DType::i8, DType::u4},
-                                {DType::i8, DType::u2}})
+                                {DType::i8, DType::u2}, {DType::b1, DType::u1}})
       for (size_t ci = 0; ci < cases.size(); ++ci) {
         qu8test::ConvCase c = cases[ci];
         c.seed += 1000;
@@ -464,9 +465,10 @@ TEST(Subbyte, EveryPrecisionModelAndTargetCompilesInSeconds) {
   const double limit_s = 1e9;
 #endif
 #if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
-  const std::vector<const char*> precisions = {"int8", "w4a8", "w4a4", "w2a8", "w2a2", "w2a4", "w4a2", "w8a4", "w8a2", "int4", "int2"};
+  const std::vector<const char*> precisions = {"int8", "w4a8", "w4a4", "w2a8", "w2a2", "w2a4", "w4a2",
+                                               "w8a4", "w8a2", "int4", "int2", "w1a1"};
 #else
-  const std::vector<const char*> precisions = {"w4a8", "w2a2", "w8a4"};
+  const std::vector<const char*> precisions = {"w4a8", "w2a2", "w8a4", "w1a1"};
 #endif
   double slowest_s = 0;
   std::string slowest;

@@ -26,9 +26,9 @@ void register_quantize(CLI::App& app) {
   auto* cmd = app.add_subcommand("quantize", "calibrate and quantize a model; write an .lbm artifact");
   add_model_options(*cmd, o->m);
   cmd->add_option("-o,--output", o->out, "the .lbm artifact to write")->required();
-  cmd->add_option("--bits", o->bits, "weight and activation bits: 8, 4 or 2 (sets both; --precision wNaM also does)");
-  cmd->add_option("--weight-bits", o->weight_bits, "weight bits: 8, 4 or 2");
-  cmd->add_option("--act-bits", o->act_bits, "activation bits: 8, 4 or 2");
+  cmd->add_option("--bits", o->bits, "weight and activation bits: 8, 4, 2 or 1 (sets both; --precision wNaM also does; 1 = w1a1)");
+  cmd->add_option("--weight-bits", o->weight_bits, "weight bits: 8, 4 or 2 (1 only with --act-bits 1)");
+  cmd->add_option("--act-bits", o->act_bits, "activation bits: 8, 4 or 2 (1 only with --weight-bits 1)");
   cmd->callback([o] {
     auto t0 = std::chrono::steady_clock::now();
     ModelOptions m = o->m;
@@ -37,6 +37,10 @@ void register_quantize(CLI::App& app) {
     if (o->bits) p = {weight_code_for_bits(o->bits), act_code_for_bits(o->bits)};
     if (o->weight_bits) p.weight = weight_code_for_bits(o->weight_bits);
     if (o->act_bits) p.act = act_code_for_bits(o->act_bits);
+    if ((p.weight == DType::b1) != (p.act == DType::u1))
+      throw Error("1 bit is w1a1 only (binary weights and activations: the XOR-popcount kernels need both); got " +
+                  std::string(p.weight == DType::b1 ? "1-bit weights with " + std::to_string(p.act_bits()) + "-bit activations"
+                                                    : std::to_string(p.weight_bits()) + "-bit weights with 1-bit activations"));
     m.precision = p.name();
     BuiltModel b = build_model(m, /*foreign_ok=*/true);
     nlohmann::json meta = {{"precision", p.name()},
@@ -185,6 +189,15 @@ void register_compare(CLI::App& app) {
     if (vs_int8)
       std::printf("%s %s vs int8 over %zu input(s): cosine mean %.5f (min %.5f)  top-1 agree %.1f%%\n",
                   o->m.model.c_str(), q.precision.c_str(), inputs.size(), cos8_sum / n, cos8_min, 100.0 * top1_8 / n);
+    // Said plainly where the numbers mean the model no longer works: below 0.9 cosine the top-1
+    // class rarely survives (w2a2 and w1a1 post-training quantization land at 0.5-0.7).
+    if (cos_sum / n < 0.9)
+      std::printf("%s %s: accuracy destroyed (cosine %.2f against fp32, top-1 agreement %.0f%%): post-training "
+                  "quantization to %s does not preserve this model; %s\n",
+                  o->m.model.c_str(), q.precision.c_str(), cos_sum / n, 100.0 * top1 / n, q.precision.c_str(),
+                  q.precision == "w1a1" ? "binary networks are trained binary (Bi-Real, XNOR-Net); use this build "
+                                          "for speed studies"
+                                        : "keep more layers at 8 bits (--keep-8bit) or use a wider precision");
     std::vector<std::pair<double, std::string>> rows;
     for (auto& [name, a] : layer)
       rows.push_back({a.noise > 0 ? 10 * std::log10(a.signal / a.noise) : 999.0, name});

@@ -16,9 +16,9 @@ namespace lowbit {
 // Counted mnemonics. "vfmadd231ps" counts every packed-single FMA form (vfmadd132ps, ...213ps,
 // ...231ps, vfmaddsub...ps); "smlal" counts smlal and smlal2. Scalar forms (vfmadd231ss) are not
 // counted: they are what vectorised code must not be.
-inline constexpr std::array<std::string_view, 7> kKeyInstructions = {"vfmadd231ps", "vpmaddubsw", "vpmaddwd",
-                                                                     "vpdpbusd",    "fmla",       "smlal",
-                                                                     "sdot"};
+inline constexpr std::array<std::string_view, 10> kKeyInstructions = {
+    "vfmadd231ps", "vpmaddubsw", "vpmaddwd", "vpdpbusd", "fmla", "smlal", "sdot",
+    "vpshufb", "vpopcntq", "cnt"};  // the last three: the binary kernels' popcounts (kernels/qb1-gemm)
 
 struct KernelInspection {
   std::string candidate;                 // KernelCandidate::name

@@ -14,7 +14,7 @@ Tensor convert_codes(const Tensor& t, DType to) {
   Tensor out(to, t.shape());
   for (int64_t i = 0; i < t.numel(); ++i) {
     const int32_t v = load_code(t.raw(), t.dtype(), i);
-    if (v < d.qmin || v > d.qmax)
+    if (v < d.qmin || v > d.qmax || (to == DType::b1 && v == 0))
       throw Error("code " + std::to_string(v) + " at element " + std::to_string(i) + " does not fit " + d.name);
     store_code(out.raw(), to, i, v);
   }

@@ -4,7 +4,8 @@
 //
 // Packed layout (the ONNX INT4 / INT2 order): element i occupies bits [(i * b) % 8, + b) of byte
 // (i * b) / 8, low bits first; a tail byte's unused bits are zero. Signed codes are two's
-// complement in b bits and sign-extended on load.
+// complement in b bits and sign-extended on load, except b1: its bit is the sign of a +-1 value
+// (0 = +1, 1 = -1), so it loads as -1 or +1 and 0 is not a b1 code.
 #include <cstdint>
 
 #include "lowbit/ir/tensor.h"
@@ -18,15 +19,17 @@ inline int32_t load_code(const void* data, DType t, int64_t i) {
   const int64_t bit = i * b;
   const uint32_t mask = (1u << b) - 1u;
   const uint32_t raw = (p[bit >> 3] >> (bit & 7)) & mask;
+  if (t == DType::b1) return raw ? -1 : 1;
   if (!dtype_info(t).is_signed) return static_cast<int32_t>(raw);
   const uint32_t sign = 1u << (b - 1);
   return static_cast<int32_t>(raw ^ sign) - static_cast<int32_t>(sign);
 }
 
-// `v` must lie in t's range (callers clamp); other elements of the byte are kept.
+// `v` must lie in t's range (callers clamp; b1 takes -1 or +1); other elements of the byte are kept.
 inline void store_code(void* data, DType t, int64_t i, int32_t v) {
   auto* p = static_cast<uint8_t*>(data);
   const int b = bit_width(t);
+  if (t == DType::b1) v = v < 0 ? 1 : 0;
   if (b == 8) {
     p[i] = static_cast<uint8_t>(v);
     return;
@@ -38,14 +41,15 @@ inline void store_code(void* data, DType t, int64_t i, int32_t v) {
   byte = static_cast<uint8_t>((byte & ~(mask << sh)) | ((static_cast<uint32_t>(v) & mask) << sh));
 }
 
-// The same codes in another storage dtype (i8 <-> i4 <-> i2, u8 <-> u4 <-> u2). Throws
-// lowbit::Error when a code does not fit `to`.
+// The same codes in another storage dtype (i8 <-> i4 <-> i2 <-> b1, u8 <-> u4 <-> u2 <-> u1).
+// Throws lowbit::Error when a code does not fit `to` (for b1: is not -1 or +1).
 Tensor convert_codes(const Tensor& t, DType to);
 
 // True for the integer dtypes whose values are codes (not i32 / i64 / bool).
 inline bool is_code_dtype(DType t) {
   switch (t) {
-    case DType::u8: case DType::i8: case DType::u4: case DType::i4: case DType::u2: case DType::i2: return true;
+    case DType::u8: case DType::i8: case DType::u4: case DType::i4: case DType::u2: case DType::i2:
+    case DType::u1: case DType::b1: return true;
     default: return false;
   }
 }

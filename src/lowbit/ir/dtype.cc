@@ -4,7 +4,7 @@
 
 namespace lowbit {
 namespace {
-constexpr std::array<DTypeInfo, 11> kInfo = {{
+constexpr std::array<DTypeInfo, 12> kInfo = {{
     {DType::f32, "f32", 32, true, true, 0, 0},
     {DType::i64, "i64", 64, true, false, INT64_MIN, INT64_MAX},
     {DType::i32, "i32", 32, true, false, INT32_MIN, INT32_MAX},
@@ -16,6 +16,7 @@ constexpr std::array<DTypeInfo, 11> kInfo = {{
     {DType::i2, "i2", 2, true, false, -2, 1},
     {DType::b1, "b1", 1, true, false, -1, 1},
     {DType::boolean, "bool", 8, false, false, 0, 1},
+    {DType::u1, "u1", 1, false, false, 0, 1},
 }};
 }  // namespace
 

@@ -17,8 +17,9 @@ enum class DType : uint8_t {
   i4,
   u2,
   i2,
-  b1,       // binary: one bit per value encoding {-1, +1}
+  b1,       // binary weights: one bit per value, bit 0 = +1, bit 1 = -1 (never 0; kernels/qb1-gemm)
   boolean,  // ONNX bool, one byte per value
+  u1,       // 1-bit activation codes {0, 1} (real = scale * (code - zp)), as u2 / u4 one bit narrower
 };
 
 struct DTypeInfo {

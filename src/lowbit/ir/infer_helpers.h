@@ -23,7 +23,7 @@ constexpr DTypeSet kU8 = dtype_bit(DType::u8);
 constexpr DTypeSet kI8 = dtype_bit(DType::i8);
 constexpr DTypeSet kBool = dtype_bit(DType::boolean);
 // Quantized weights of QConv / QGemm: int8, or 4- and 2-bit codes packed (ir/codes.h).
-constexpr DTypeSet kQWeights = kI8 | dtype_bit(DType::i4) | dtype_bit(DType::i2);
+constexpr DTypeSet kQWeights = kI8 | dtype_bit(DType::i4) | dtype_bit(DType::i2) | dtype_bit(DType::b1);
 constexpr DTypeSet kIndex = kI64 | kI32;            // indices, shapes, axes
 constexpr DTypeSet kNumeric = kF32 | kI64 | kI32;   // arithmetic (i64/i32 for shape computations)
 constexpr DTypeSet kAnyByte = kF32 | kI64 | kI32 | kU8 | kI8 | kBool;  // data movement: any byte-addressable dtype

@@ -42,7 +42,7 @@ void require_symmetric_weights(const InferContext& c, size_t i, int64_t channels
     const Tensor& t = *c.constant(i);
     for (int64_t k = 0; k < t.numel(); ++k) {
       const int32_t v = load_code(t.raw(), t.dtype(), k);
-      c.require(v >= r.lo && v <= r.hi, "weight '" + w.name + "' holds " + std::to_string(v) + " at element " +
+      c.require(v >= r.lo && v <= r.hi && (code_dtype(w) != DType::b1 || v != 0), "weight '" + w.name + "' holds " + std::to_string(v) + " at element " +
                                             std::to_string(k) + ", outside its " + dtype_name(code_dtype(w)) + " codes");
     }
   }
@@ -203,12 +203,12 @@ void infer_matmul_integer(InferContext& c) {
 
 const bool kRegistered = [] {
   SchemaRegistrar({.op = "QConv", .min_inputs = 2, .max_inputs = 4, .infer = infer_qconv,
-                   .signatures = "X u8 (codes u8|u4|u2), W i8|i4|i2 (i4/i2 packed, or codes in i8), B f32, "
-                                 "residual u8 -> Y u8 (codes u8|u4|u2)"});
+                   .signatures = "X u8 (codes u8|u4|u2|u1), W i8|i4|i2|b1 (i4/i2/b1 packed, or codes in i8), B f32, "
+                                 "residual u8 -> Y u8 (codes u8|u4|u2|u1)"});
   SchemaRegistrar({.op = "QGemm", .min_inputs = 2, .max_inputs = 3, .infer = infer_qgemm,
-                   .signatures = "A u8 (codes u8|u4|u2), B i8|i4|i2, C f32 -> Y u8 (codes u8|u4|u2) | f32"});
+                   .signatures = "A u8 (codes u8|u4|u2|u1), B i8|i4|i2|b1, C f32 -> Y u8 (codes u8|u4|u2|u1) | f32"});
   SchemaRegistrar({.op = "QAdd", .min_inputs = 2, .max_inputs = 2, .infer = infer_qadd,
-                   .signatures = "A u8, B u8 (codes u8|u4|u2) -> Y u8 (codes u8|u4|u2)"});
+                   .signatures = "A u8, B u8 (codes u8|u4|u2|u1) -> Y u8 (codes u8|u4|u2|u1)"});
   SchemaRegistrar({.op = "QuantizeLinear", .min_inputs = 2, .max_inputs = 3, .infer = infer_quantize_linear,
                    .signatures = "X f32|i32, scale f32, zero point u8|i8 -> Y u8|i8 (codes u8|u4|u2 in u8)"});
   SchemaRegistrar({.op = "DequantizeLinear", .min_inputs = 2, .max_inputs = 3, .infer = infer_dequantize_linear,

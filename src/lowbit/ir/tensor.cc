@@ -47,7 +47,8 @@ int64_t read_int(const Tensor& t, int64_t i) {
     case DType::u8: case DType::boolean: return t.data<uint8_t>()[i];
     case DType::i8: return t.data<int8_t>()[i];
     case DType::f32: return static_cast<int64_t>(t.data<float>()[i]);
-    case DType::u4: case DType::i4: case DType::u2: case DType::i2: return load_code(t.raw(), t.dtype(), i);
+    case DType::u4: case DType::i4: case DType::u2: case DType::i2: case DType::u1: case DType::b1:
+      return load_code(t.raw(), t.dtype(), i);
     default: throw Error(std::string("cannot read ") + dtype_name(t.dtype()) + " as integer");
   }
 }

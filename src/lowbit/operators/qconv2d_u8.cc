@@ -468,8 +468,8 @@ std::string need_quant(const Value& v, const char* what, size_t channels) {
 
 std::string need_weights(const NodeContext& ctx) {
   const DType t = ctx.in(1).dtype;
-  if (t == DType::i8 || t == DType::i4 || t == DType::i2) return "";
-  return std::string("weights dtype ") + dtype_name(t) + ", needs i8, i4 or i2";
+  if (t == DType::i8 || t == DType::i4 || t == DType::i2 || t == DType::b1) return "";
+  return std::string("weights dtype ") + dtype_name(t) + ", needs i8, i4, i2 or b1";
 }
 
 }  // namespace qops

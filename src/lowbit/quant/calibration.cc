@@ -154,7 +154,7 @@ std::vector<Range> calibrate(CompiledModel& model, const std::vector<std::vector
 
 QuantParams activation_params(Range r, DType code) {
   const DTypeInfo& d = dtype_info(code);
-  if (d.is_signed || d.is_float || d.bits > 8) throw Error(std::string("activation codes must be u8, u4 or u2, not ") + d.name);
+  if (d.is_signed || d.is_float || d.bits > 8) throw Error(std::string("activation codes must be u8, u4, u2 or u1, not ") + d.name);
   const double steps = static_cast<double>(d.qmax);  // unsigned: [0, qmax]
   float lo = std::min(0.f, r.lo), hi = std::max(0.f, r.hi);
   if (hi - lo < 1e-8f) hi = lo + 1e-8f;

@@ -97,12 +97,19 @@ std::vector<SlowNode> find_subbyte_on_int8(const CompiledModel& q) {
     if (prec.empty() || prec == "int8") continue;
     const KernelCandidate& k = *s.choice.chosen;
     if (k.subbyte || k.features.empty()) continue;  // a sub-byte kernel, or the guard's fp32 report covers it
-    // The first rejected sub-byte candidate says why; with none in the table for this op, say so.
+    // A rejected sub-byte candidate says why: first one this target could run (its reason is about
+    // the node: "input codes u8, needs u1"), else the first at all ("needs avx512f"); with none in
+    // the table for this op, say so.
     std::string why;
-    for (const Rejection& rej : s.choice.rejected)
-      if (rej.candidate->subbyte) {
-        why = rej.candidate->name + ": " + rej.reason;
-        break;
+    for (int pass = 0; pass < 2 && why.empty(); ++pass)
+      for (const Rejection& rej : s.choice.rejected) {
+        const KernelCandidate& c = *rej.candidate;
+        bool runs = c.features.empty() || c.arch == q.target().arch;
+        for (Feature f : c.features) runs &= q.target().has(f);
+        if (c.subbyte && (pass == 1 || runs)) {
+          why = c.name + ": " + rej.reason;
+          break;
+        }
       }
     if (why.empty()) why = "no sub-byte " + n.op + " kernel for this ISA yet";
     r.push_back({n.name, n.op + " " + prec, k.name, why});

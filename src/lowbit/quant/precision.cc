@@ -5,7 +5,8 @@
 namespace lowbit {
 
 const char* precision_help() {
-  return "fp32, int8, wNaM with N, M in {8, 4, 2} (w4a8, w4a4, w2a8, w2a2, ...), int4 (= w4a4), int2 (= w2a2)";
+  return "fp32, int8, wNaM with N, M in {8, 4, 2} (w4a8, w4a4, w2a8, w2a2, ...), int4 (= w4a4), int2 (= w2a2), "
+         "w1a1 (= binary = int1)";
 }
 
 DType weight_code_for_bits(int bits) {
@@ -13,8 +14,9 @@ DType weight_code_for_bits(int bits) {
     case 8: return DType::i8;
     case 4: return DType::i4;
     case 2: return DType::i2;
+    case 1: return DType::b1;
   }
-  throw Error("weight bits must be 8, 4 or 2 (got " + std::to_string(bits) + ")");
+  throw Error("weight bits must be 8, 4, 2 or 1 (got " + std::to_string(bits) + ")");
 }
 
 DType act_code_for_bits(int bits) {
@@ -22,8 +24,9 @@ DType act_code_for_bits(int bits) {
     case 8: return DType::u8;
     case 4: return DType::u4;
     case 2: return DType::u2;
+    case 1: return DType::u1;
   }
-  throw Error("activation bits must be 8, 4 or 2 (got " + std::to_string(bits) + ")");
+  throw Error("activation bits must be 8, 4, 2 or 1 (got " + std::to_string(bits) + ")");
 }
 
 std::string Precision::name() const {
@@ -40,9 +43,12 @@ Precision parse_precision(std::string_view s) {
   if (s == "int8") return kInt8;
   if (s == "int4") return {DType::i4, DType::u4};
   if (s == "int2") return {DType::i2, DType::u2};
+  if (s == "w1a1" || s == "binary" || s == "int1") return {DType::b1, DType::u1};
   // wNaM
   if (s.size() != 4 || s[0] != 'w' || s[2] != 'a') throw bad();
   auto digit = [&](char c) -> int {
+    if (c == '1')  // the binary kernels are XNOR on both sides; one side alone has no kernel that pays
+      throw Error("precision '" + std::string(s) + "': 1 bit is w1a1 only (binary weights and activations)");
     if (c != '8' && c != '4' && c != '2') throw bad();
     return c - '0';
   };

@@ -90,12 +90,34 @@ float mse_scale(const float* w, int64_t n, float amax, float lo, float hi) {
   return scale_at(best_f);
 }
 
+// Binary weights: sign(w) (0 counts as +1) times the channel's mean |w|, the scale that minimises
+// the squared error of alpha * sign(w) (XNOR-Net); no clipping search (one level a side).
+Tensor quantize_weights_b1(const Tensor& w, DType storage, QuantParams& q) {
+  const int64_t M = w.shape()[0], per = w.numel() / M;
+  Tensor out(storage, w.shape());
+  q = QuantParams{};
+  q.axis = 0;
+  q.code = DType::b1;
+  for (int64_t m = 0; m < M; ++m) {
+    const float* src = w.data<float>() + m * per;
+    double sum = 0;
+    for (int64_t k = 0; k < per; ++k) {
+      sum += std::fabs(src[k]);
+      store_code(out.raw(), storage, m * per + k, src[k] < 0.0f ? -1 : 1);
+    }
+    q.scale.push_back(sum > 0 ? static_cast<float>(sum / static_cast<double>(per)) : 1.0f);
+    q.zero_point.push_back(0);
+  }
+  return out;
+}
+
 }  // namespace
 
 Tensor quantize_weights(const Tensor& w, DType code, WeightScale rule, DType storage, QuantParams& q) {
   const DTypeInfo& d = dtype_info(code);
-  if (!d.is_signed || d.is_float || d.bits > 8 || d.bits < 2)
-    throw Error(std::string("weight codes must be i8, i4 or i2, not ") + d.name);
+  if (!d.is_signed || d.is_float || d.bits > 8)
+    throw Error(std::string("weight codes must be i8, i4, i2 or b1, not ") + d.name);
+  if (code == DType::b1) return quantize_weights_b1(w, storage, q);
   if (rule == WeightScale::automatic) rule = d.bits < 8 ? WeightScale::mse : WeightScale::max;
   const int64_t M = w.shape()[0], per = w.numel() / M;
   // 8-bit weights keep the narrow range [-127, 127] (so -w is representable, as before); below 8

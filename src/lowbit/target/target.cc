@@ -16,7 +16,7 @@ namespace lowbit {
 namespace {
 
 constexpr const char* kFeatureNames[] = {"sse41",   "avx2",     "fma",  "avx512f", "avx512bw", "avx512vnni",
-                                         "avxvnni", "amx_int8", "neon", "dotprod", "i8mm"};
+                                         "avxvnni", "amx_int8", "neon", "dotprod", "i8mm", "avx512vpopcntdq"};
 static_assert(sizeof(kFeatureNames) / sizeof(kFeatureNames[0]) == static_cast<size_t>(Feature::count_));
 
 Target make(const std::string& name, Arch arch, std::initializer_list<Feature> fs) {
@@ -40,7 +40,7 @@ const std::map<std::string, Target>& named() {
       {"alderlake", make("alderlake", Arch::x86_64, {F::sse41, F::avx2, F::fma, F::avxvnni})},
       {"sapphirerapids", make("sapphirerapids", Arch::x86_64,
                               {F::sse41, F::avx2, F::fma, F::avx512f, F::avx512bw, F::avx512vnni, F::avxvnni,
-                               F::amx_int8})},
+                               F::amx_int8, F::avx512vpopcntdq})},
       {"cortex-a72", make("cortex-a72", Arch::aarch64, {F::neon})},
       {"neoverse-n1", make("neoverse-n1", Arch::aarch64, {F::neon, F::dotprod})},
       {"armv8.6-a", make("armv8.6-a", Arch::aarch64, {F::neon, F::dotprod, F::i8mm})},
@@ -74,6 +74,7 @@ Target detect() {
     if (zmm_ok && (b7 & bit_AVX512F)) t.add(F::avx512f);
     if (zmm_ok && (b7 & bit_AVX512BW)) t.add(F::avx512bw);
     if (zmm_ok && (c7 & (1u << 11))) t.add(F::avx512vnni);
+    if (zmm_ok && (c7 & (1u << 14))) t.add(F::avx512vpopcntdq);
     if (amx_ok && (d7 & (1u << 25))) t.add(F::amx_int8);
     unsigned b71 = 0, c71 = 0, d71 = 0;
     if (__get_cpuid_count(7, 1, &a71, &b71, &c71, &d71) && ymm_ok && (a71 & (1u << 4))) t.add(F::avxvnni);
@@ -99,8 +100,9 @@ Target apply_isa_cap(Target t, const char* cap) {
       {"sse41", {F::sse41}},
       {"avx2", {F::sse41, F::avx2, F::fma}},
       {"avxvnni", {F::sse41, F::avx2, F::fma, F::avxvnni}},
-      {"avx512", {F::sse41, F::avx2, F::fma, F::avx512f, F::avx512bw}},
-      {"avx512vnni", {F::sse41, F::avx2, F::fma, F::avx512f, F::avx512bw, F::avx512vnni, F::avxvnni}},
+      {"avx512", {F::sse41, F::avx2, F::fma, F::avx512f, F::avx512bw, F::avx512vpopcntdq}},
+      {"avx512vnni",
+       {F::sse41, F::avx2, F::fma, F::avx512f, F::avx512bw, F::avx512vnni, F::avxvnni, F::avx512vpopcntdq}},
       {"neon", {F::neon}},
       {"dotprod", {F::neon, F::dotprod}},
   };

@@ -21,6 +21,7 @@ enum class Feature : uint8_t {
   neon,
   dotprod,
   i8mm,
+  avx512vpopcntdq,  // vpopcntq: Ice Lake, Sapphire Rapids, Zen 4+ (not Skylake-X / Cascade Lake)
   count_,
 };
 

@@ -179,6 +179,9 @@ class QdqExporter {
     const Value& wv = g_.value(w);
     const bool sub = bit_width(code_dtype(wv)) < 8;
     const bool storage_ok = wv.dtype == DType::i8 || wv.dtype == DType::i4 || wv.dtype == DType::i2;
+    if (code_dtype(wv) == DType::b1)
+      throw Error("node " + n.label() + ": b1 (w1a1) weights have no ONNX QDQ form (no ONNX type holds +-1 codes; "
+                  "binarised models are exported as Sign + Conv by their training frameworks)");
     if (!wv.constant || !storage_ok) throw Error("node " + n.label() + ": weights must be constant i8, i4 or i2");
     const QuantParams& qw = quant(g_, n, w);
     const bool per_channel = qw.scale.size() > 1;

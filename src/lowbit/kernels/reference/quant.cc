@@ -21,7 +21,7 @@ namespace {
 using ref::fail;
 
 // Weight storage the quantized matmuls read: int8, or sub-byte codes packed (ir/codes.h).
-bool is_weight_storage(DType t) { return t == DType::i8 || t == DType::i4 || t == DType::i2; }
+bool is_weight_storage(DType t) { return t == DType::i8 || t == DType::i4 || t == DType::i2 || t == DType::b1; }
 using ref::present;
 
 // ---- the lowbit requantization contract ----
@@ -119,7 +119,7 @@ std::vector<int32_t> conv_acc(const ConvGeom& p, XF xv, WF wv) {
 
 void qconv(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
   if (in[0].dtype != DType::u8 || !is_weight_storage(in[1].dtype) || out[0].dtype != DType::u8)
-    fail(n, "QConv reference expects u8 input, i8 / i4 / i2 weights and u8 output");
+    fail(n, "QConv reference expects u8 input, i8 / i4 / i2 / b1 weights and u8 output");
   const Conv2dParams p = conv2d_params(g, n);
   const QuantParams& qx = quant_of(g, n, n.inputs[0], "input");
   const QuantParams& qw = quant_of(g, n, n.inputs[1], "weight");
@@ -161,7 +161,7 @@ void qconv(const Graph& g, const Node& n, std::span<const TensorView> in, std::s
 // ---- QGemm: y[M, N] = A[M, K] x W[N, K]^T ----
 
 void qgemm(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
-  if (in[0].dtype != DType::u8 || !is_weight_storage(in[1].dtype)) fail(n, "QGemm reference expects u8 A and i8 / i4 / i2 B");
+  if (in[0].dtype != DType::u8 || !is_weight_storage(in[1].dtype)) fail(n, "QGemm reference expects u8 A and i8 / i4 / i2 / b1 B");
   const int64_t M = in[0].shape[0], K = in[0].shape[1], N = in[1].shape[0];
   const QuantParams& qx = quant_of(g, n, n.inputs[0], "input");
   const QuantParams& qw = quant_of(g, n, n.inputs[1], "weight");

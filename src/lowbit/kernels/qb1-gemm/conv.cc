@@ -1,0 +1,125 @@
+// The binary conv driver: bit packing, im2col of words into pixel panels, the micro-kernel per
+// channel panel, and the exact zero-padding correction. ISA-independent (baseline flags).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "lowbit/common/error.h"
+#include "lowbit/kernels/qb1-gemm/qb1_gemm.h"
+
+namespace lowbit {
+
+const std::vector<const Qb1GemmKernels*>& qb1_gemm_kernel_sets() {
+  static const std::vector<const Qb1GemmKernels*> sets = [] {
+    std::vector<const Qb1GemmKernels*> v;
+#if defined(__x86_64__)
+    v.push_back(qb1_gemm_kernels_avx512popcnt());
+    v.push_back(qb1_gemm_kernels_avx2());
+#elif defined(__aarch64__)
+    v.push_back(qb1_gemm_kernels_neon());
+#endif
+    v.push_back(qb1_gemm_kernels_portable());
+    return v;
+  }();
+  return sets;
+}
+
+const Qb1GemmKernels& qb1_gemm_kernels_for(const Target& t) {
+  for (const Qb1GemmKernels* k : qb1_gemm_kernel_sets())
+    if (k->runs_on(t)) return *k;
+  return *qb1_gemm_kernels_portable();
+}
+
+std::string check_qb1_conv_shape(const Qb1ConvShape& s) {
+  if (s.C < 1 || s.H < 1 || s.W < 1 || s.M < 1) return "empty input or output channels";
+  if (s.KH < 1 || s.KW < 1 || s.SH < 1 || s.SW < 1 || s.DH < 1 || s.DW < 1)
+    return "kernel, stride and dilation must be >= 1";
+  if (s.PT < 0 || s.PL < 0 || s.PB < 0 || s.PR < 0) return "negative padding";
+  if (s.OH() < 1 || s.OW() < 1) return "the kernel does not fit the padded input";
+  // The accumulator holds KH * KW * C; int32 with room for the +-K range.
+  if (s.KH * s.KW * s.C > (int64_t{1} << 30)) return "K = KH * KW * C above 2^30";
+  return "";
+}
+
+std::vector<uint64_t> pack_b1_nchw(const float* x, int64_t C, int64_t H, int64_t W) {
+  const int64_t CW = (C + 63) / 64;
+  std::vector<uint64_t> out(static_cast<size_t>(H * W * CW), 0);
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t i = 0; i < H * W; ++i)
+      if (x[c * H * W + i] < 0.0f)  // 0 (and -0) is +1, as the weights
+        out[static_cast<size_t>(i * CW + c / 64)] |= uint64_t{1} << (c % 64);
+  return out;
+}
+
+Qb1PackedWeights pack_b1_weights(const Qb1ConvShape& s, const float* w, const Qb1GemmKernels& k) {
+  const std::string bad = check_qb1_conv_shape(s);
+  if (!bad.empty()) throw Error("binary conv: " + bad);
+  Qb1PackedWeights p;
+  p.shape = s;
+  p.mr = k.mr;
+  const int64_t CW = s.CW(), taps = s.KH * s.KW;
+  p.kw = taps * CW;
+  p.panels.assign(static_cast<size_t>(s.M * p.kw), 0);
+  p.tap_sum.assign(static_cast<size_t>(s.M * taps), 0);
+  for (int64_t m0 = 0; m0 < s.M; m0 += k.mr) {
+    const int64_t rows = std::min<int64_t>(k.mr, s.M - m0);  // the last panel is `rows` wide
+    uint64_t* panel = p.panels.data() + m0 * p.kw;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t m = m0 + r;
+      for (int64_t t = 0; t < taps; ++t)
+        for (int64_t c = 0; c < s.C; ++c) {
+          const bool neg = w[(m * s.C + c) * taps + t] < 0.0f;
+          p.tap_sum[static_cast<size_t>(m * taps + t)] += neg ? -1 : 1;
+          if (neg) panel[(t * CW + c / 64) * rows + r] |= uint64_t{1} << (c % 64);
+        }
+    }
+  }
+  return p;
+}
+
+void qb1_conv2d(const Qb1GemmKernels& k, const Qb1PackedWeights& w, const uint64_t* x, B1Padding pad, int32_t* out,
+                int64_t p_begin, int64_t p_end) {
+  const Qb1ConvShape& s = w.shape;
+  if (w.mr != k.mr) throw Error(std::string("binary conv: weights packed for another kernel than ") + k.name);
+  const int64_t CW = s.CW(), taps = s.KH * s.KW, OW = s.OW(), P = s.OH() * OW;
+  p_begin = std::max<int64_t>(p_begin, 0);
+  p_end = std::min(p_end, P);
+  if (p_begin >= p_end) return;
+  const int32_t ktot = static_cast<int32_t>(taps * s.C);
+  const size_t nr = static_cast<size_t>(k.nr);
+  // The -1 pad word: every channel bit set, the tail bits past C clear.
+  std::vector<uint64_t> minus(static_cast<size_t>(CW), ~uint64_t{0});
+  if (s.C % 64) minus.back() = (uint64_t{1} << (s.C % 64)) - 1;
+  // The panel, 64-byte aligned for the vector loads (8 words of slack to align within).
+  std::vector<uint64_t> panel(static_cast<size_t>(w.kw) * nr + 8);
+  uint64_t* const bp = panel.data() + ((64 - reinterpret_cast<uintptr_t>(panel.data()) % 64) % 64) / 8;
+  std::vector<std::pair<int32_t, int64_t>> padded;  // (panel column, tap) of the zero-padded taps
+  for (int64_t p0 = p_begin; p0 < p_end; p0 += static_cast<int64_t>(nr)) {
+    const size_t nc = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(nr), p_end - p0));
+    padded.clear();
+    for (size_t j = 0; j < nr; ++j) {
+      const int64_t p = p0 + static_cast<int64_t>(j), oh = p / OW, ow = p % OW;
+      for (int64_t t = 0; t < taps; ++t) {
+        uint64_t* dst = bp + static_cast<size_t>(t * CW) * nr + j;
+        const int64_t ih = oh * s.SH - s.PT + (t / s.KW) * s.DH, iw = ow * s.SW - s.PL + (t % s.KW) * s.DW;
+        const bool inside = j < nc && ih >= 0 && ih < s.H && iw >= 0 && iw < s.W;
+        const uint64_t* src = inside ? x + (ih * s.W + iw) * CW : nullptr;
+        for (int64_t cw = 0; cw < CW; ++cw)
+          dst[static_cast<size_t>(cw) * nr] =
+              inside ? src[cw] : (pad == B1Padding::minus_one && j < nc ? minus[static_cast<size_t>(cw)] : 0);
+        if (!inside && j < nc && pad == B1Padding::zero) padded.emplace_back(static_cast<int32_t>(j), t);
+      }
+    }
+    for (int64_t m0 = 0; m0 < s.M; m0 += k.mr) {
+      const int64_t rows = std::min<int64_t>(k.mr, s.M - m0);
+      k.main[rows](static_cast<size_t>(w.kw), w.panels.data() + m0 * w.kw, bp, ktot, out + m0 * P + p0,
+                   static_cast<size_t>(P), nc);
+    }
+    // A zero-padded tap was counted as a word of +1s: its contribution there was the tap's weight
+    // sum, and the true one is 0.
+    for (auto [j, t] : padded)
+      for (int64_t m = 0; m < s.M; ++m) out[m * P + p0 + j] -= w.tap_sum[static_cast<size_t>(m * taps + t)];
+  }
+}
+
+}  // namespace lowbit

@@ -1,0 +1,165 @@
+#pragma once
+// The one binary micro-kernel, written once over an ISA traits type V (each ISA's file supplies V
+// and instantiates it; included by those files only, after their intrinsics header):
+//   V::Vec      kLanes uint64 words (one per pixel)
+//   V::Acc      an accumulator of popcounts, exact for kSpan words before flush()
+//   load(p)     kLanes words of b (aligned)       bcast(w)  one weight word in every lane
+//   zero()      an empty accumulator               count(acc, x)  acc + popcount of x's lanes
+//   flush(acc, t, first)  t[0..kLanes) = (first ? 0 : t) + the lanes' totals
+// Byte-wise counters (AVX2 vpshufb, NEON cnt) hold at most 8 per k step per byte, so 31 steps
+// (248 <= 255) are exact before the widening flush; 64-bit counters (vpopcntq, scalar popcnt)
+// never need one mid-way.
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <utility>
+
+#include "lowbit/kernels/qb1-gemm/qb1_gemm.h"
+
+namespace LOWBIT_KERNEL_NS {
+namespace qb1 {
+// Internal linkage: every ISA file compiles its own copy with its own flags. With external linkage
+// the linker kept one gemm_tile<ScalarWords, ...> for all files, so the portable set ran the
+// popcnt instructions of the AVX2 file's copy (an ODR violation that a CPU without popcnt would
+// have faulted on).
+namespace {
+
+// A word's popcount: the instruction where the file's flags have one (AArch64 cnt on a d register,
+// x86 with popcnt); x86-64 baseline has none and std::popcount there is a call to libgcc's
+// __popcountdi2 (the portable set ran at 0.2x of int8 through it), so SWAR bit slicing inline.
+inline uint64_t popcount64(uint64_t x) {
+#if defined(__x86_64__) && !defined(__POPCNT__)
+  x -= (x >> 1) & 0x5555555555555555ull;
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+  return (x * 0x0101010101010101ull) >> 56;
+#else
+  return static_cast<uint64_t>(std::popcount(x));
+#endif
+}
+
+// One word per "vector".
+struct ScalarWords {
+  using Vec = uint64_t;
+  using Acc = uint64_t;
+  static constexpr int kLanes = 1;
+  static constexpr size_t kSpan = std::numeric_limits<size_t>::max();
+  static Vec load(const uint64_t* p) { return *p; }
+  static Vec bcast(uint64_t w) { return w; }
+  static Vec vxor(Vec a, Vec b) { return a ^ b; }
+  static Acc zero() { return 0; }
+  static Acc count(Acc acc, Vec x) { return acc + popcount64(x); }
+  static void flush(Acc acc, uint64_t* t, bool first) { t[0] = (first ? 0 : t[0]) + acc; }
+};
+
+template <class V, int MR, int NR>
+void gemm_tile(size_t kw, const uint64_t* __restrict a, const uint64_t* __restrict b, int32_t ktot,
+               int32_t* __restrict c, size_t ldc, size_t nc) {
+  constexpr int NV = NR / V::kLanes;
+  static_assert(NV * V::kLanes == NR, "NR must be a multiple of the vector's words");
+  alignas(64) uint64_t tot[MR][NR];  // written by the first flush (a zero fill cost 9% as rep stos)
+  size_t k0 = 0;
+  do {  // at least once (kw >= 1): the first flush writes every total
+    const size_t kn = kw - k0 < V::kSpan ? kw - k0 : V::kSpan;
+    typename V::Acc acc[MR][NV];
+    #pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r)
+      #pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = V::zero();
+    for (size_t k = 0; k < kn; ++k) {
+      typename V::Vec bv[NV];
+      #pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) bv[v] = V::load(b + v * V::kLanes);
+      #pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+        const typename V::Vec av = V::bcast(a[r]);
+        #pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[r][v] = V::count(acc[r][v], V::vxor(av, bv[v]));
+      }
+      a += MR;
+      b += NR;
+    }
+    #pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r)
+      #pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) V::flush(acc[r][v], &tot[r][v * V::kLanes], k0 == 0);
+    k0 += kn;
+  } while (k0 < kw);
+  for (int r = 0; r < MR; ++r)
+    for (size_t j = 0; j < nc; ++j) c[r * ldc + j] = ktot - 2 * static_cast<int32_t>(tot[r][j]);
+}
+
+// Scalar loops the ISA's flags vectorise (qb1_gemm.h, Qb1PackU1 / Qb1RequantRow).
+// 8 channels x 8 pixels at a time: with codes 0 / 1 in each byte, sum_c (x_c << c) puts channel
+// c's code at bit c of byte j (pixel j): an 8 x 8 bit transpose in 8 shifts and ORs (the per-bit
+// loop it replaced cost 0.2 ms on ResNet-18's 64 x 56 x 56 inputs, half of the conv itself).
+// Codes other than 0 / 1 cannot occur (validation); their low bit would count.
+inline void pack_u1(const uint8_t* __restrict x, int64_t C, int64_t hw, int64_t cw, int64_t w_begin, int64_t w_end,
+                    uint64_t* __restrict bits) {
+  constexpr uint64_t kLow = 0x0101010101010101ull;
+  uint8_t* out = reinterpret_cast<uint8_t*>(bits);  // byte g of pixel i's word w: channels 64w + 8g ..
+  for (int64_t w = w_begin; w < w_end; ++w)
+    for (int64_t g = 0; g < 8; ++g) {
+      const int64_t c0 = w * 64 + g * 8;
+      const int64_t nc = C - c0 < 8 ? (C - c0 > 0 ? C - c0 : 0) : 8;
+      const uint8_t valid = static_cast<uint8_t>((1u << nc) - 1u);  // tail channels stay 0
+      const size_t at = static_cast<size_t>(w * 8 + g);
+      int64_t i = 0;
+      for (; i + 8 <= hw; i += 8) {
+        uint64_t t = 0;
+        for (int64_t c = 0; c < nc; ++c) {
+          uint64_t v;
+          __builtin_memcpy(&v, x + (c0 + c) * hw + i, 8);
+          t |= (v & kLow) << c;
+        }
+        t = ~t;  // bit 1 = the value -1 = code 0
+        for (int j = 0; j < 8; ++j)
+          out[static_cast<size_t>(i + j) * static_cast<size_t>(cw) * 8 + at] = static_cast<uint8_t>(t >> (8 * j)) & valid;
+      }
+      for (; i < hw; ++i) {
+        uint8_t t = 0;
+        for (int64_t c = 0; c < nc; ++c) t |= static_cast<uint8_t>((x[(c0 + c) * hw + i] & 1u) << c);
+        out[static_cast<size_t>(i) * static_cast<size_t>(cw) * 8 + at] = static_cast<uint8_t>(~t) & valid;
+      }
+    }
+}
+
+inline void requant_row(const int32_t* __restrict acc, size_t n, const ::lowbit::Qb1Requant& e,
+                        uint8_t* __restrict y) {
+  const int32_t off = e.w_sum - 2 * e.zp_x * e.w_sum;  // dot = (D + w_sum) / 2 - zp_x * w_sum = (D + off) / 2
+  for (size_t j = 0; j < n; ++j) {
+    const int32_t dot = (acc[j] + off) >> 1;  // exact: D + w_sum is even, so is D + off
+    float v = __builtin_fmaf(static_cast<float>(dot), e.scale, e.bias);
+    if (e.res) v = __builtin_fmaf(static_cast<float>(int32_t{e.res[j]} - e.res_zp), e.res_scale, v);
+    v = __builtin_nearbyintf(std::min(std::max(v, e.qmin), e.qmax));  // fmaxf: a libm call (NaN rules)
+    y[j] = static_cast<uint8_t>(static_cast<int32_t>(v) + e.zp_y);
+  }
+}
+
+// t[MR] = T<MR, NR>::run for MR = 1..kMR (index 0 stays empty). T is each ISA file's named wrapper
+// (qb1_gemm_tile__avx2<MR, NR>, ...): `inspect --kernels` finds the micro-kernels by that name.
+template <template <int, int> class T, int NR, int... MR>
+constexpr void fill_tiles(::lowbit::Qb1GemmUkernel* t, std::integer_sequence<int, MR...>) {
+  ((t[MR] = MR ? &T<(MR ? MR : 1), NR>::run : nullptr), ...);
+}
+
+// constexpr: each ISA file's set is a constant (see Qb1GemmKernels).
+template <template <int, int> class T, int kMR, int kNR>
+constexpr ::lowbit::Qb1GemmKernels make_kernels(const char* name, const char* isa, uint32_t features) {
+  ::lowbit::Qb1GemmKernels k;
+  k.name = name;
+  k.isa = isa;
+  k.features = features;
+  k.mr = kMR;
+  k.nr = kNR;
+  fill_tiles<T, kNR>(k.main, std::make_integer_sequence<int, kMR + 1>{});
+  k.pack_u1 = &pack_u1;
+  k.requant = &requant_row;
+  return k;
+}
+
+}  // namespace
+}  // namespace qb1
+}  // namespace LOWBIT_KERNEL_NS
