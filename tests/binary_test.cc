@@ -11,8 +11,10 @@
 #include "lowbit/ir/codes.h"
 #include "lowbit/quant/guard.h"
 #include "lowbit/quant/precision.h"
+#include "lowbit/operators/qconv2d_binary.h"
 #include "lowbit/target/target.h"
 #include "qb1_test_support.h"
+#include "qu8_test_support.h"
 
 namespace lowbit {
 namespace {
@@ -116,6 +118,32 @@ TEST(Binary, WeightsAreSignsTimesTheChannelMeanMagnitude) {
   EXPECT_FLOAT_EQ(q.scale[1], 0.25f);
   const int expect[] = {1, -1, 1, 1, -1, -1, -1, -1};  // 0 counts as +1
   for (int i = 0; i < 8; ++i) EXPECT_EQ(load_code(b.raw(), DType::b1, i), expect[i]) << i;
+}
+
+// The guard's binary rule: few input channels leave the node on the int8 kernel, with the
+// measured reason, and the sub-byte report says so.
+TEST(Binary, FewInputChannelsStayOnTheInt8KernelByMeasuredReason) {
+  for (int64_t C : {16, 32}) {
+    qu8test::ConvCase c;
+    c.C = C, c.M = 8, c.H = c.W = 6, c.KH = c.KW = 3, c.pads = {1, 1, 1, 1};
+    qu8test::Built b = qu8test::build_qconv(c);
+    Graph& g = b.g;
+    Node& n = g.nodes[static_cast<size_t>(b.node)];
+    Value& w = g.value(n.inputs[1]);
+    Tensor wb(DType::b1, w.shape);
+    for (int64_t i = 0; i < wb.numel(); ++i) store_code(wb.raw(), DType::b1, i, i % 3 ? 1 : -1);
+    w.dtype = DType::b1, w.constant = wb, w.quant->code = DType::b1, w.quant->narrow = false;
+    Value& x = g.value(n.inputs[0]);
+    x.quant->code = DType::u1, x.quant->zero_point[0] = 0;
+    NodeContext ctx{g, n, host_target(), 1};
+    const std::string r = check_qconv2d_qu1_qb1w_xnor(ctx);
+    if (C < 32) {
+      EXPECT_THAT(r, ::testing::HasSubstr("C = 16 input channels (< 32)"));
+      EXPECT_THAT(r, ::testing::HasSubstr("measured"));
+    } else {
+      EXPECT_EQ(r, "");
+    }
+  }
 }
 
 namespace {

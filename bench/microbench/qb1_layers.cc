@@ -1,4 +1,5 @@
-// qb1_layers [--threads N]: binary (b1 x b1) conv against int8 on ResNet-18's 3x3 layers, batch 1,
+// qb1_layers [--threads N] [--all]: binary (b1 x b1) conv against int8 on ResNet-18's 3x3 layers
+// (--all: also few-channel and pointwise shapes, outside the total), batch 1,
 // side by side in one run. For each layer:
 //   int8:   a one-Conv graph quantized by lowbit (int8, synthetic calibration) and compiled for the
 //           host; the QConv node's time from run_profiled (the kernel the dispatch table chose,
@@ -56,6 +57,13 @@ const Layer kLayers[] = {
     {"l3 3x3 256 @14", 256, 14, 256, 3, 1, 1},      {"l4 3x3/2 256>512 @14", 256, 14, 512, 3, 2, 1},
     {"l4 3x3 512 @7", 512, 7, 512, 3, 1, 1},
 };
+// Few input channels (the guard's question: where does one mostly empty word per tap stop paying?)
+// and ResNet-50's pointwise shapes.
+const Layer kSmallC[] = {
+    {"3x3 8>64 @56", 8, 56, 64, 3, 1, 1},    {"3x3 16>64 @56", 16, 56, 64, 3, 1, 1},
+    {"3x3 32>64 @56", 32, 56, 64, 3, 1, 1},  {"1x1 64>256 @56", 64, 56, 256, 1, 1, 0},
+    {"1x1 256>64 @56", 256, 56, 64, 1, 1, 0}, {"1x1 1024>256 @14", 1024, 14, 256, 1, 1, 0},
+};
 
 double int8_node_ms(const Layer& L, int threads, std::string& kernel) {
   std::mt19937 rng(7);
@@ -112,10 +120,14 @@ int main(int argc, char** argv) {
   std::printf("  int8 kernel\n");
   std::vector<double> sum(sets.size() + 1, 0.0);
   ThreadPool pool(threads);
-  for (const Layer& L : kLayers) {
+  std::vector<Layer> layers(std::begin(kLayers), std::end(kLayers));
+  const size_t n3x3 = layers.size();
+  if (argc > 1 && !std::strcmp(argv[argc - 1], "--all")) layers.insert(layers.end(), std::begin(kSmallC), std::end(kSmallC));
+  for (size_t li = 0; li < layers.size(); ++li) {
+    const Layer& L = layers[li];
     std::string kernel;
     const double i8 = int8_node_ms(L, threads, kernel);
-    sum[0] += i8;
+    if (li < n3x3) sum[0] += i8;
     std::printf("%-22s %9.3f", L.name, i8);
     Qb1ConvShape s;
     s.C = L.C, s.H = s.W = L.H, s.M = L.M, s.KH = s.KW = L.K, s.SH = s.SW = L.S;
@@ -137,7 +149,7 @@ int main(int argc, char** argv) {
                      panels * (t + 1) / threads * nr);
         });
       });
-      sum[i + 1] += ms;
+      if (li < n3x3) sum[i + 1] += ms;
       std::printf(" %17.3f (%5.1fx)", ms, i8 / ms);
     }
     std::printf("  %s\n", kernel.c_str());
