@@ -88,12 +88,14 @@ void qb1_conv2d(const Qb1GemmKernels& k, const Qb1PackedWeights& w, const uint64
   const int32_t ktot = static_cast<int32_t>(taps * s.C);
   const size_t nr = static_cast<size_t>(k.nr);
   // The -1 pad word: every channel bit set, the tail bits past C clear.
-  std::vector<uint64_t> minus(static_cast<size_t>(CW), ~uint64_t{0});
+  // Per-thread scratch, kept across calls: this runs once per layer per inference and thread.
+  thread_local std::vector<uint64_t> minus, panel;
+  thread_local std::vector<std::pair<int32_t, int64_t>> padded;  // (panel column, tap) of zero-padded taps
+  minus.assign(static_cast<size_t>(CW), ~uint64_t{0});
   if (s.C % 64) minus.back() = (uint64_t{1} << (s.C % 64)) - 1;
   // The panel, 64-byte aligned for the vector loads (8 words of slack to align within).
-  std::vector<uint64_t> panel(static_cast<size_t>(w.kw) * nr + 8);
+  panel.resize(static_cast<size_t>(w.kw) * nr + 8);
   uint64_t* const bp = panel.data() + ((64 - reinterpret_cast<uintptr_t>(panel.data()) % 64) % 64) / 8;
-  std::vector<std::pair<int32_t, int64_t>> padded;  // (panel column, tap) of the zero-padded taps
   for (int64_t p0 = p_begin; p0 < p_end; p0 += static_cast<int64_t>(nr)) {
     const size_t nc = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(nr), p_end - p0));
     padded.clear();
