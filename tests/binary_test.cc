@@ -11,7 +11,7 @@
 #include "lowbit/ir/codes.h"
 #include "lowbit/quant/guard.h"
 #include "lowbit/quant/precision.h"
-#include "lowbit/operators/qconv2d_binary.h"
+#include "lowbit/operators/binary_conv2d.h"
 #include "lowbit/target/target.h"
 #include "qb1_test_support.h"
 #include "qu8_test_support.h"

@@ -8,8 +8,8 @@
 
 #include "lowbit/ir/op_params.h"
 
+#include "lowbit/operators/binary_conv2d.h"
 #include "lowbit/operators/pool2d_u8.h"
-#include "lowbit/operators/qconv2d_binary.h"
 #include "lowbit/operators/qconv2d_subbyte.h"
 #include "lowbit/operators/qconv2d_u8.h"
 #include "lowbit/operators/quantize_u8.h"
@@ -43,10 +43,25 @@ std::vector<KernelCandidate> qu8_candidates() {
   // Binary (w1a1) first: XOR + popcount does 64 multiply-adds per word (kernels/qb1-gemm/README.md);
   // it takes only u1 x b1 nodes, which every other QConv row runs as int8 codes.
   t.push_back({"QConv", "qu1-qb1w-conv2d-xnor-8x16-avx512vpopcntdq", x86, {F::avx512f, F::avx512vpopcntdq},
-               check_qconv2d_qu1_qb1w_xnor, LOWBIT_X86_ONLY(create_qconv2d_qu1_qb1w_xnor_avx512vpopcntdq),
+               check_qconv2d_qu1_qb1w_xnor, LOWBIT_X86_ONLY(create_binary_conv2d_avx512vpopcntdq),
                {"qb1_gemm_tile__avx512vpopcntdq"}, nullptr, /*subbyte=*/true});
   t.push_back({"QConv", "qu1-qb1w-conv2d-xnor-4x8-avx2", x86, {F::avx2}, check_qconv2d_qu1_qb1w_xnor,
-               LOWBIT_X86_ONLY(create_qconv2d_qu1_qb1w_xnor_avx2), {"qb1_gemm_tile__avx2"}, nullptr, /*subbyte=*/true});
+               LOWBIT_X86_ONLY(create_binary_conv2d_avx2), {"qb1_gemm_tile__avx2"}, nullptr, /*subbyte=*/true});
+  // BinaryConv (imported binary models, passes/binarize.cc): the sign is taken while packing, from
+  // f32 (a model run in fp32) or from u8 codes (quantized); every row is exact, as the reference.
+  for (const char* dt : {"f32", "qu8"}) {
+    const bool f = dt[0] == 'f';
+    t.push_back({"BinaryConv", std::string(dt) + "-qb1w-conv2d-xnor-8x16-avx512vpopcntdq", x86,
+                 {F::avx512f, F::avx512vpopcntdq}, f ? check_binary_conv2d_f32 : check_binary_conv2d_qu8,
+                 LOWBIT_X86_ONLY(create_binary_conv2d_avx512vpopcntdq), {"qb1_gemm_tile__avx512vpopcntdq"}, nullptr,
+                 /*subbyte=*/true});
+    t.push_back({"BinaryConv", std::string(dt) + "-qb1w-conv2d-xnor-4x8-avx2", x86, {F::avx2},
+                 f ? check_binary_conv2d_f32 : check_binary_conv2d_qu8, LOWBIT_X86_ONLY(create_binary_conv2d_avx2),
+                 {"qb1_gemm_tile__avx2"}, nullptr, /*subbyte=*/true});
+    t.push_back({"BinaryConv", std::string(dt) + "-qb1w-conv2d-xnor-4x8-neon", arm, {F::neon},
+                 f ? check_binary_conv2d_f32 : check_binary_conv2d_qu8, LOWBIT_AARCH64_ONLY(create_binary_conv2d_neon),
+                 {"qb1_gemm_tile__neon"}, nullptr, /*subbyte=*/true});
+  }
   // Depthwise first: the igemm would run one channel per tile row there.
   t.push_back({"QConv", "qu8-dwconv2d-avx2", x86, {F::avx2, F::fma}, check_qconv2d_u8_dwconv,
                LOWBIT_X86_ONLY(create_qconv2d_u8_dwconv_avx2), {"qu8_dwconv2d_chw__avx2"}, qu8_dwconv_avx2_vs_fp32});
@@ -96,7 +111,7 @@ std::vector<KernelCandidate> qu8_candidates() {
   // ---- AArch64 ---- (depthwise QConv runs on the igemm; QAdd has no NEON kernel yet, so the
   // guard keeps QAdd nodes in fp32)
   t.push_back({"QConv", "qu1-qb1w-conv2d-xnor-4x8-neon", arm, {F::neon}, check_qconv2d_qu1_qb1w_xnor,
-               LOWBIT_AARCH64_ONLY(create_qconv2d_qu1_qb1w_xnor_neon), {"qb1_gemm_tile__neon"}, nullptr,
+               LOWBIT_AARCH64_ONLY(create_binary_conv2d_neon), {"qb1_gemm_tile__neon"}, nullptr,
                /*subbyte=*/true});
   t.push_back({"QConv", "qu8-conv2d-igemm-6x16-neondot", arm, {F::neon, F::dotprod}, check_qconv2d_u8_igemm,
                LOWBIT_AARCH64_ONLY(create_qconv2d_u8_igemm_neondot), {"qu8_gemm_tile__neondot"}});
@@ -112,7 +127,11 @@ std::vector<KernelCandidate> qu8_candidates() {
   // ---- portable ---- (after every SIMD row: on x86-64 it ran at 0.7x of the AVX2 int8 igemm on
   // ResNet-18's 3x3 layers, bench/microbench/qb1_layers; it beats the reference kernel everywhere)
   t.push_back({"QConv", "qu1-qb1w-conv2d-xnor-2x4-scalar", x86, {}, check_qconv2d_qu1_qb1w_xnor,
-               create_qconv2d_qu1_qb1w_xnor_portable, {}, nullptr, /*subbyte=*/true});
+               create_binary_conv2d_portable, {}, nullptr, /*subbyte=*/true});
+  t.push_back({"BinaryConv", "f32-qb1w-conv2d-xnor-2x4-scalar", x86, {}, check_binary_conv2d_f32,
+               create_binary_conv2d_portable, {}, nullptr, /*subbyte=*/true});
+  t.push_back({"BinaryConv", "qu8-qb1w-conv2d-xnor-2x4-scalar", x86, {}, check_binary_conv2d_qu8,
+               create_binary_conv2d_portable, {}, nullptr, /*subbyte=*/true});
   return t;
 }
 

@@ -346,7 +346,7 @@ const bool kRegistered = [] {
                    .infer = infer_batch_norm});
   for (const char* op : {"Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Exp", "Sqrt"})
     SchemaRegistrar(unary(op, infer_unary_f32));
-  for (const char* op : {"Neg", "Abs"}) SchemaRegistrar(unary(op, infer_unary_numeric));
+  for (const char* op : {"Neg", "Abs", "Sign"}) SchemaRegistrar(unary(op, infer_unary_numeric));
   SchemaRegistrar({.op = "Clip", .min_inputs = 1, .max_inputs = 3, .infer = infer_clip});
   SchemaRegistrar(unary("Softmax", infer_softmax));
   SchemaRegistrar({.op = "MaxPool", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 2,

@@ -63,6 +63,46 @@ void infer_qconv(InferContext& c) {
   require_output_quant(c, DType::u8);
 }
 
+// BinaryConv: a convolution whose input is binarised by sign (x < 0 is -1, else +1; for u8 input,
+// code < zero point) and whose weights are b1 codes times a positive per-channel scale alpha:
+//   y = alpha[m] * sum over taps of sign(x) * w  + B[m] (+ residual), clamped by act_min/act_max.
+// Real-valued in and out: f32 (a model run in fp32) or u8 codes (a quantized one). Created by the
+// binarize pass from Sign / BipolarQuant -> Conv (passes/binarize.cc); padded taps hold
+// pad_value (0: ONNX's zero padding of the Sign output; +1 or -1: one-padding).
+void infer_binary_conv(InferContext& c) {
+  check_input_dtypes(c, {{"X", kF32 | kU8}, {"W", dtype_bit(DType::b1)}, {"B", kF32}, {"residual", kF32 | kU8}});
+  Conv2dParams p = conv2d_params(c.graph(), c.node());
+  c.require(p.group == 1, "group " + std::to_string(p.group) + ": binary convolution packs all input channels");
+  require_symmetric_weights(c, 1, p.M);
+  const int64_t pad = c.attrs().get_int("pad_value", 0);
+  c.require(pad == 0 || pad == 1 || pad == -1, "pad_value " + std::to_string(pad) + " must be 0, 1 or -1");
+  const DType x = c.dtype(0);
+  if (x == DType::u8) {
+    require_quant(c, c.node().inputs[0], "input", 1);
+    c.require(code_dtype(c.graph().value(c.node().inputs[0])) == DType::u8, "input codes must be u8");
+  }
+  if (c.has_input(3)) {
+    c.require(c.dtype(3) == x, std::string("residual has dtype ") + dtype_name(c.dtype(3)) + ", the input " + dtype_name(x));
+    c.require(c.shape(3) == Shape{p.N, p.M, p.OH, p.OW}, "residual shape " + shape_str(c.shape(3)) + " differs from the output's");
+    if (x == DType::u8) require_quant(c, c.node().inputs[3], "residual", 1);
+  }
+  c.set_output(0, x, {p.N, p.M, p.OH, p.OW});
+  require_output_quant(c, x);
+}
+
+// QONNX BipolarQuant (domain qonnx.custom_op.general, formerly finn.custom_op.general):
+// y = (x >= 0 ? +1 : -1) * scale, scale broadcast to x (a scalar, or per channel).
+void infer_bipolar_quant(InferContext& c) {
+  check_input_dtypes(c, {{"X", kF32}, {"scale", kF32}});
+  const Shape &x = c.shape(0), &s = c.shape(1);
+  c.require(s.size() <= x.size(), "scale " + shape_str(s) + " has a higher rank than the input " + shape_str(x));
+  for (size_t i = 0; i < s.size(); ++i) {
+    const int64_t d = s[s.size() - 1 - i], xd = x[x.size() - 1 - i];
+    c.require(d == 1 || d == xd, "scale " + shape_str(s) + " does not broadcast to the input " + shape_str(x));
+  }
+  c.set_output(0, DType::f32, x);
+}
+
 void infer_qgemm(InferContext& c) {
   check_input_dtypes(c, {{"A", kU8}, {"B", kQWeights}, {"C", kF32}});
   require_rank(c, 0, 2, "A [M, K]");
@@ -205,6 +245,11 @@ const bool kRegistered = [] {
   SchemaRegistrar({.op = "QConv", .min_inputs = 2, .max_inputs = 4, .infer = infer_qconv,
                    .signatures = "X u8 (codes u8|u4|u2|u1), W i8|i4|i2|b1 (i4/i2/b1 packed, or codes in i8), B f32, "
                                  "residual u8 -> Y u8 (codes u8|u4|u2|u1)"});
+  SchemaRegistrar({.op = "BinaryConv", .min_inputs = 2, .max_inputs = 4, .infer = infer_binary_conv,
+                   .signatures = "X f32|u8 (binarised by sign), W b1 (scale alpha per channel), B f32, "
+                                 "residual f32|u8 -> Y f32|u8 (as X)"});
+  SchemaRegistrar({.op = "BipolarQuant", .min_inputs = 2, .max_inputs = 2, .infer = infer_bipolar_quant,
+                   .signatures = "X f32, scale f32 -> Y f32 (+-scale)"});
   SchemaRegistrar({.op = "QGemm", .min_inputs = 2, .max_inputs = 3, .infer = infer_qgemm,
                    .signatures = "A u8 (codes u8|u4|u2|u1), B i8|i4|i2|b1, C f32 -> Y u8 (codes u8|u4|u2|u1) | f32"});
   SchemaRegistrar({.op = "QAdd", .min_inputs = 2, .max_inputs = 2, .infer = infer_qadd,

@@ -12,8 +12,8 @@ int32_t clamp_bound(float act, float s_y, int32_t zp_y, CodeRange range, int32_t
   return std::clamp(static_cast<int32_t>(r) + zp_y, range.lo, range.hi);
 }
 
-Requant::Requant(const NodeContext& ctx, int64_t channels, int residual_input) {
-  const QuantParams& qx = *ctx.in(0).quant;
+Requant::Requant(const NodeContext& ctx, int64_t channels, int residual_input, double x_scale) {
+  const double s_x = x_scale > 0.0 ? x_scale : double(ctx.in(0).quant->scale[0]);
   const QuantParams& qw = *ctx.in(1).quant;
   const Tensor* b = ctx.constant(2);
   f32_out = ctx.out(0).dtype == DType::f32;
@@ -26,7 +26,7 @@ Requant::Requant(const NodeContext& ctx, int64_t channels, int residual_input) {
   bias.assign(static_cast<size_t>(channels), 0.0f);
   for (int64_t m = 0; m < channels; ++m) {
     const double s_w = qw.scale.size() == 1 ? qw.scale[0] : qw.scale[static_cast<size_t>(m)];
-    scale[static_cast<size_t>(m)] = static_cast<float>(double(qx.scale[0]) * s_w / s_y);
+    scale[static_cast<size_t>(m)] = static_cast<float>(s_x * s_w / s_y);
     if (b) bias[static_cast<size_t>(m)] = static_cast<float>(double(b->data<float>()[m]) / s_y);
   }
   if (residual_input >= 0 && ctx.has_input(static_cast<size_t>(residual_input))) {

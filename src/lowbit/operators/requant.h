@@ -24,7 +24,8 @@ struct Requant {
 
   // For a node whose input 0 is x (u8 storage), input 1 the per-channel weights, input 2 an optional
   // f32 bias; `channels` output channels; `residual_input` < 0 when there is none.
-  Requant(const NodeContext& ctx, int64_t channels, int residual_input);
+  // x_scale > 0 replaces the input's scale (BinaryConv: its weights multiply signs, +-1).
+  Requant(const NodeContext& ctx, int64_t channels, int residual_input, double x_scale = 0.0);
 };
 
 }  // namespace lowbit::ops

@@ -56,7 +56,7 @@ int fuse_epilogues(Graph& g) {
           NodeId p = producer[static_cast<size_t>(x)];
           if (p < 0 || erase[static_cast<size_t>(p)]) continue;
           Node& conv = g.nodes[static_cast<size_t>(p)];
-          if (conv.op != "Conv" || conv.inputs.size() > 3 || conv.attrs.has("act_min") || conv.attrs.has("act_max"))
+          if ((conv.op != "Conv" && conv.op != "BinaryConv") || conv.inputs.size() > 3 || conv.attrs.has("act_min") || conv.attrs.has("act_max"))
             continue;
           if (consumers[static_cast<size_t>(x)].size() != 1 || is_graph_output(g, x)) continue;
           const Value &xv = g.value(x), &rv = g.value(r);
@@ -78,7 +78,7 @@ int fuse_epilogues(Graph& g) {
       NodeId p = producer[static_cast<size_t>(x)];
       if (p < 0 || erase[static_cast<size_t>(p)]) continue;
       Node& prod = g.nodes[static_cast<size_t>(p)];
-      if ((prod.op != "Conv" && prod.op != "Gemm") || prod.attrs.has("act_min") || prod.attrs.has("act_max"))
+      if ((prod.op != "Conv" && prod.op != "BinaryConv" && prod.op != "Gemm") || prod.attrs.has("act_min") || prod.attrs.has("act_max"))
         continue;
       if (consumers[static_cast<size_t>(x)].size() != 1 || is_graph_output(g, x)) continue;
       if (lo != -std::numeric_limits<float>::infinity()) prod.attrs.set("act_min", lo);

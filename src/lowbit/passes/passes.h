@@ -18,6 +18,10 @@ int validate_and_fold_constants(Graph& g);
 // a new bias.
 int fold_batch_norm(Graph& g);
 
+// Sign / BipolarQuant -> Conv with +-alpha weights per channel becomes BinaryConv (after BN
+// folding; passes/binarize.cc).
+int binarize_convs(Graph& g);
+
 // Identity and Dropout (inference) disappear; their consumers read the input directly.
 int remove_identities(Graph& g);
 

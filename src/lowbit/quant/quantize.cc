@@ -190,7 +190,11 @@ class Rewriter {
   ValueId f32(ValueId v) {
     ValueId& slot = f32_[static_cast<size_t>(v)];
     if (slot != kNoValue) return slot;
-    if (f_.is_constant(v)) return slot = q_.add_constant(fv(v).name, *f_.constant(v));
+    if (f_.is_constant(v)) {  // with its codes' parameters, if any (BinaryConv's b1 weights)
+      slot = q_.add_constant(fv(v).name, *f_.constant(v));
+      q_.value(slot).quant = fv(v).quant;
+      return slot;
+    }
     if (!is_u8(v)) throw Error("quantizer: value '" + fv(v).name + "' used before it is defined");
     ValueId u = u8_[static_cast<size_t>(v)];
     const QuantParams qp = *q_.value(u).quant;  // a copy: add_value below may reallocate
@@ -241,6 +245,7 @@ class Rewriter {
     ValueId x = n.inputs[0], y = n.outputs[0];
     if (f_.is_constant(x) || fv(x).dtype != DType::f32) return false;
     if (n.op == "Conv") return quantize_conv(n, x, y);
+    if (n.op == "BinaryConv") return quantize_binary_conv(n, x, y);
     if (n.op == "Gemm") return quantize_gemm(n, x, y);
     if (n.op == "Add" && n.inputs.size() == 2) return quantize_add(n);
     // Ops that move, select or average codes keep the input's scale: no requantization needed.
@@ -268,6 +273,18 @@ class Rewriter {
     std::vector<ValueId> in{u8(x), wid, b == kNoValue ? kNoValue : f32(b)};
     if (r != kNoValue) in.push_back(u8(r));
     q_.add_node("QConv", n.name, in, {new_u8(y, act_params(y))}, n.attrs);
+    return true;
+  }
+
+  // An imported binary conv (passes/binarize.cc) keeps its b1 weights; it reads the sign of its
+  // input's u8 codes and writes u8 codes, residual included.
+  bool quantize_binary_conv(const Node& n, ValueId x, ValueId y) {
+    ValueId b = Graph::input_or_none(n, 2), r = Graph::input_or_none(n, 3);
+    if (!has_range(x) || !has_range(y) || (r != kNoValue && !has_range(r))) return false;
+    if (b != kNoValue && !f_.is_constant(b)) return false;
+    std::vector<ValueId> in{u8(x), f32(n.inputs[1]), b == kNoValue ? kNoValue : f32(b)};
+    if (r != kNoValue) in.push_back(u8(r));
+    q_.add_node("BinaryConv", n.name, in, {new_u8(y, act_params(y))}, n.attrs);
     return true;
   }
 

@@ -20,7 +20,7 @@ double ms_since(Clock::time_point t0) {
 }
 
 int64_t node_macs(const Graph& g, const Node& n) {
-  if (n.op == "Conv" || n.op == "QConv") return conv2d_params(g, n).macs();
+  if (n.op == "Conv" || n.op == "QConv" || n.op == "BinaryConv") return conv2d_params(g, n).macs();
   if (n.op == "Gemm" || n.op == "MatMul" || n.op == "QGemm") {
     const Shape& y = g.value(n.outputs[0]).shape;
     const Shape& a = g.value(n.inputs[0]).shape;
@@ -53,6 +53,7 @@ std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const Compile
   if (opts.optimize) {
     remove_identities(graph);
     fold_batch_norm(graph);
+    binarize_convs(graph);
     fuse_epilogues(graph);
   }
   graph.remove_dead();

@@ -308,9 +308,14 @@ class Importer {
     n.op = np.op_type();
     n.name = np.name().empty() ? np.op_type() + "_" + std::to_string(index) : np.name();
     const std::string label = n.label();
-    if (!np.domain().empty() && np.domain() != "ai.onnx")
+    // QONNX's binary quantizer (and FINN's older name for its domain) is the one custom op taken:
+    // binary models (Brevitas, FINN) mark their +-1 weights and activations with it.
+    const bool qonnx = np.domain() == "qonnx.custom_op.general" || np.domain() == "finn.custom_op.general";
+    if (qonnx && n.op != "BipolarQuant")
+      throw Error("node " + label + ": QONNX op '" + n.op + "' is unsupported (lowbit imports BipolarQuant only)");
+    if (!np.domain().empty() && np.domain() != "ai.onnx" && !qonnx)
       throw Error("node " + label + ": domain '" + np.domain() +
-                  "' is unsupported (lowbit imports only the default ONNX domain)");
+                  "' is unsupported (lowbit imports the default ONNX domain and QONNX BipolarQuant)");
     for (const auto& a : np.attribute()) n.attrs.set(a.name(), convert_attr(a, label));
     for (const auto& in : np.input()) {
       if (in.empty()) {

@@ -67,4 +67,32 @@ Graph build_resnet(const std::string& name, uint64_t seed) {
   return b.finish(b.linear("fc", x, 512 * expansion, 1000, "logits"));
 }
 
+// Bi-Real-Net-18 (Liu et al., ECCV 2018): every 3x3 conv is binary and has its own real-valued
+// shortcut, x + BN(BinaryConv(Sign(x))), so real values flow around each binary conv; downsampling
+// shortcuts are AvgPool 2x2 -> real 1x1 conv -> BN. Stem (7x7 conv, BN, max pool) and classifier
+// are real-valued (8-bit when quantized). 16 binary convs in 4 stages of 4 blocks.
+Graph build_resnet18_binary(uint64_t seed) {
+  Builder b("resnet18-binary", seed);
+  ValueId x = b.input();
+  x = b.max_pool("maxpool", b.batch_norm("bn1", b.conv("conv1", x, 3, 64, 7, 2, 3), 64), 3, 2, 1);
+  int64_t inplanes = 64;
+  for (int layer = 0; layer < 4; ++layer) {
+    const int64_t planes = int64_t{64} << layer;
+    for (int i = 0; i < 4; ++i) {
+      const std::string p = "layer" + std::to_string(layer + 1) + "." + std::to_string(i);
+      const int64_t stride = (layer > 0 && i == 0) ? 2 : 1;
+      ValueId y = b.batch_norm(p + ".bn1", b.binary_conv(p + ".binary_conv", x, inplanes, planes, 3, stride, 1), planes);
+      ValueId shortcut = x;
+      if (stride != 1 || inplanes != planes) {
+        shortcut = b.avg_pool(p + ".downsample.0", x, 2, stride);
+        shortcut = b.batch_norm(p + ".downsample.2", b.conv(p + ".downsample.1", shortcut, inplanes, planes, 1, 1, 0), planes);
+      }
+      x = b.add(p + ".add", y, shortcut);
+      inplanes = planes;
+    }
+  }
+  x = b.flatten("flatten", b.global_avg_pool("avgpool", x));
+  return b.finish(b.linear("fc", x, 512, 1000, "logits"));
+}
+
 }  // namespace lowbit::zoo

@@ -87,6 +87,37 @@ ValueId Builder::conv(const std::string& prefix, ValueId x, int64_t cin, int64_t
   return node("Conv", prefix, std::move(in), std::move(a));
 }
 
+ValueId Builder::binary_conv(const std::string& prefix, ValueId x, int64_t cin, int64_t cout, int64_t kernel,
+                             int64_t stride, int64_t pad) {
+  ValueId s = node("Sign", prefix + ".sign", {x});
+  const int64_t per = cin * kernel * kernel;
+  Tensor w = normal_tensor({cout, cin, kernel, kernel}, 0.0, std::sqrt(1.0 / static_cast<double>(per)));
+  float* p = w.data<float>();
+  for (int64_t m = 0; m < cout; ++m) {
+    double sum = 0;
+    for (int64_t k = 0; k < per; ++k) sum += std::fabs(p[m * per + k]);
+    const float alpha = static_cast<float>(sum / static_cast<double>(per));
+    for (int64_t k = 0; k < per; ++k) p[m * per + k] = p[m * per + k] < 0.0f ? -alpha : alpha;
+  }
+  Attributes a;
+  a.set("kernel_shape", std::vector<int64_t>{kernel, kernel});
+  a.set("strides", std::vector<int64_t>{stride, stride});
+  a.set("pads", std::vector<int64_t>{pad, pad, pad, pad});
+  a.set("dilations", std::vector<int64_t>{1, 1});
+  a.set("group", int64_t{1});
+  return node("Conv", prefix, {s, constant(prefix + ".weight", std::move(w))}, std::move(a));
+}
+
+ValueId Builder::avg_pool(const std::string& name, ValueId x, int64_t kernel, int64_t stride) {
+  Attributes a;
+  a.set("kernel_shape", std::vector<int64_t>{kernel, kernel});
+  a.set("strides", std::vector<int64_t>{stride, stride});
+  a.set("pads", std::vector<int64_t>{0, 0, 0, 0});
+  a.set("ceil_mode", int64_t{0});
+  a.set("count_include_pad", int64_t{0});
+  return node("AveragePool", name, {x}, std::move(a));
+}
+
 ValueId Builder::batch_norm(const std::string& prefix, ValueId x, int64_t c) {
   ValueId gamma = constant(prefix + ".weight", uniform_tensor({c}, 0.5, 1.5));
   ValueId beta = constant(prefix + ".bias", normal_tensor({c}, 0.0, 0.1));
@@ -152,7 +183,7 @@ Graph Builder::finish(ValueId logits) {
 
 }  // namespace zoo
 
-std::vector<std::string> zoo_model_names() { return {"resnet18", "resnet50", "mobilenet_v2"}; }
+std::vector<std::string> zoo_model_names() { return {"resnet18", "resnet50", "mobilenet_v2", "resnet18-binary"}; }
 
 bool is_zoo_model(const std::string& name) {
   for (const auto& n : zoo_model_names())
@@ -163,6 +194,7 @@ bool is_zoo_model(const std::string& name) {
 Graph build_zoo_model(const std::string& name, uint64_t seed) {
   if (name == "resnet18" || name == "resnet50") return zoo::build_resnet(name, seed);
   if (name == "mobilenet_v2") return zoo::build_mobilenet_v2(seed);
+  if (name == "resnet18-binary") return zoo::build_resnet18_binary(seed);
   std::string known;
   for (const auto& n : zoo_model_names()) known += (known.empty() ? "" : ", ") + n;
   throw Error("unknown zoo model '" + name + "' (known: " + known + ")");

@@ -34,6 +34,11 @@ class Builder {
   // Bias-free unless `bias`; weights "<prefix>.weight" (+ "<prefix>.bias").
   ValueId conv(const std::string& prefix, ValueId x, int64_t cin, int64_t cout, int64_t kernel, int64_t stride,
                int64_t pad, int64_t groups = 1, bool bias = false);
+  // A binary conv as binary training frameworks export it: Sign(x) feeding a bias-free Conv whose
+  // weights are alpha * sign(W) with alpha = mean |W| per output channel (XNOR-Net / Bi-Real).
+  ValueId binary_conv(const std::string& prefix, ValueId x, int64_t cin, int64_t cout, int64_t kernel, int64_t stride,
+                      int64_t pad);
+  ValueId avg_pool(const std::string& name, ValueId x, int64_t kernel, int64_t stride);
   // Inference-mode BN with non-trivial statistics: folding bugs must change the output.
   ValueId batch_norm(const std::string& prefix, ValueId x, int64_t channels);
   ValueId relu(const std::string& name, ValueId x);
@@ -64,5 +69,6 @@ class Builder {
 
 Graph build_resnet(const std::string& name, uint64_t seed);
 Graph build_mobilenet_v2(uint64_t seed);
+Graph build_resnet18_binary(uint64_t seed);
 
 }  // namespace lowbit::zoo

@@ -36,15 +36,20 @@ namespace lowbit {
 using Qb1GemmUkernel = void (*)(size_t kw, const uint64_t* a, const uint64_t* b, int32_t ktot, int32_t* c, size_t ldc,
                                 size_t nc);
 
-// The operator's two loops around the GEMM (operators/qconv2d_binary.cc), compiled per ISA like
+// The operator's two loops around the GEMM (operators/binary_conv2d.cc), compiled per ISA like
 // the tiles: from baseline x86-64 code, std::fmaf and nearbyintf are libm calls (software fma)
 // and the epilogue alone took 2 ms of a 0.5 ms layer.
 //   pack_u1: channel-packs u1 codes {0, 1} (NCHW u8, planes of hw) into [hw][cw] words, words
 //            [w_begin, w_end) of each pixel: bit 1 (the value -1) where the code is 0.
 //   requant: one output channel's n accumulators D of the XOR kernel to u8:
 //            dot = (D + w_sum) / 2 - zp_x * w_sum, then the int8 contract's requantization.
+//            For sign-binarised inputs (BinaryConv) w_sum = zp_x = 0 and shift = 0: dot = D.
+//   pack_sign_u8 / pack_sign_f32: the same packing of a real-valued input by its sign (BinaryConv):
+//            bit 1 where the u8 code is below zp (the real value is negative), or the float is < 0.
+//   epilogue_f32: y = fmaf(D, alpha, bias) (+ residual), clamped to [lo, hi] (BinaryConv in fp32).
 struct Qb1Requant {
   int32_t w_sum = 0, zp_x = 0;
+  int32_t shift = 1;  // dot = (D + w_sum - 2 * zp_x * w_sum) >> shift
   float scale = 0.0f, bias = 0.0f;
   const uint8_t* res = nullptr;  // n residual codes, or nullptr
   float res_scale = 0.0f;
@@ -55,6 +60,16 @@ struct Qb1Requant {
 using Qb1PackU1 = void (*)(const uint8_t* x, int64_t C, int64_t hw, int64_t cw, int64_t w_begin, int64_t w_end,
                            uint64_t* bits);
 using Qb1RequantRow = void (*)(const int32_t* acc, size_t n, const Qb1Requant& e, uint8_t* y);
+using Qb1PackSignU8 = void (*)(const uint8_t* x, int64_t C, int64_t hw, int64_t cw, int64_t w_begin, int64_t w_end,
+                               uint8_t zp, uint64_t* bits);
+using Qb1PackSignF32 = void (*)(const float* x, int64_t C, int64_t hw, int64_t cw, int64_t w_begin, int64_t w_end,
+                                uint64_t* bits);
+struct Qb1EpilogueF32 {
+  float alpha = 1.0f, bias = 0.0f;
+  const float* res = nullptr;  // n residual values, or nullptr
+  float lo = -__builtin_inff(), hi = __builtin_inff();
+};
+using Qb1EpilogueF32Row = void (*)(const int32_t* acc, size_t n, const Qb1EpilogueF32& e, float* y);
 
 // One ISA's binary GEMM: main[MR] is the MR x nr tile (MR = 1..mr). Constant-initialized in its
 // ISA's file (no code compiled with that ISA's flags runs until a kernel does: listing the sets on
@@ -68,6 +83,9 @@ struct Qb1GemmKernels {
   Qb1GemmUkernel main[kMaxMR + 1] = {};
   Qb1PackU1 pack_u1 = nullptr;
   Qb1RequantRow requant = nullptr;
+  Qb1PackSignU8 pack_sign_u8 = nullptr;
+  Qb1PackSignF32 pack_sign_f32 = nullptr;
+  Qb1EpilogueF32Row epilogue_f32 = nullptr;
   bool runs_on(const Target& t) const { return (t.features & features) == features; }
 };
 constexpr uint32_t feature_bits(std::initializer_list<Feature> fs) {

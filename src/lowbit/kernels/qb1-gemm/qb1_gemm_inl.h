@@ -91,46 +91,97 @@ void gemm_tile(size_t kw, const uint64_t* __restrict a, const uint64_t* __restri
     for (size_t j = 0; j < nc; ++j) c[r * ldc + j] = ktot - 2 * static_cast<int32_t>(tot[r][j]);
 }
 
-// Scalar loops the ISA's flags vectorise (qb1_gemm.h, Qb1PackU1 / Qb1RequantRow).
-// 8 channels x 8 pixels at a time: with codes 0 / 1 in each byte, sum_c (x_c << c) puts channel
-// c's code at bit c of byte j (pixel j): an 8 x 8 bit transpose in 8 shifts and ORs (the per-bit
-// loop it replaced cost 0.2 ms on ResNet-18's 64 x 56 x 56 inputs, half of the conv itself).
-// Codes other than 0 / 1 cannot occur (validation); their low bit would count.
-inline void pack_u1(const uint8_t* __restrict x, int64_t C, int64_t hw, int64_t cw, int64_t w_begin, int64_t w_end,
-                    uint64_t* __restrict bits) {
-  constexpr uint64_t kLow = 0x0101010101010101ull;
+// Scalar loops the ISA's flags vectorise (qb1_gemm.h, Qb1PackU1 / Qb1RequantRow / ...).
+// 8 channels x 8 pixels at a time: neg8(p) gives, for the 8 pixels p[0..8) of one channel, a word
+// whose byte j is 1 where pixel j stands for -1; sum_c (neg8 << c) puts channel c at bit c of byte
+// j: an 8 x 8 bit transpose in 8 shifts and ORs (the per-bit loop it replaced cost 0.2 ms on
+// ResNet-18's 64 x 56 x 56 inputs, half of the conv itself). neg1(v) is the same for one pixel.
+// Channels past C are never read and stay 0.
+template <class T, class Neg8, class Neg1>
+inline void pack_bits(const T* __restrict x, int64_t C, int64_t hw, int64_t cw, int64_t w_begin, int64_t w_end,
+                      uint64_t* __restrict bits, Neg8 neg8, Neg1 neg1) {
   uint8_t* out = reinterpret_cast<uint8_t*>(bits);  // byte g of pixel i's word w: channels 64w + 8g ..
   for (int64_t w = w_begin; w < w_end; ++w)
     for (int64_t g = 0; g < 8; ++g) {
       const int64_t c0 = w * 64 + g * 8;
       const int64_t nc = C - c0 < 8 ? (C - c0 > 0 ? C - c0 : 0) : 8;
-      const uint8_t valid = static_cast<uint8_t>((1u << nc) - 1u);  // tail channels stay 0
       const size_t at = static_cast<size_t>(w * 8 + g);
       int64_t i = 0;
       for (; i + 8 <= hw; i += 8) {
         uint64_t t = 0;
-        for (int64_t c = 0; c < nc; ++c) {
-          uint64_t v;
-          __builtin_memcpy(&v, x + (c0 + c) * hw + i, 8);
-          t |= (v & kLow) << c;
-        }
-        t = ~t;  // bit 1 = the value -1 = code 0
+        for (int64_t c = 0; c < nc; ++c) t |= neg8(x + (c0 + c) * hw + i) << c;
         for (int j = 0; j < 8; ++j)
-          out[static_cast<size_t>(i + j) * static_cast<size_t>(cw) * 8 + at] = static_cast<uint8_t>(t >> (8 * j)) & valid;
+          out[static_cast<size_t>(i + j) * static_cast<size_t>(cw) * 8 + at] = static_cast<uint8_t>(t >> (8 * j));
       }
       for (; i < hw; ++i) {
         uint8_t t = 0;
-        for (int64_t c = 0; c < nc; ++c) t |= static_cast<uint8_t>((x[(c0 + c) * hw + i] & 1u) << c);
-        out[static_cast<size_t>(i) * static_cast<size_t>(cw) * 8 + at] = static_cast<uint8_t>(~t) & valid;
+        for (int64_t c = 0; c < nc; ++c) t |= static_cast<uint8_t>(neg1(x[(c0 + c) * hw + i]) << c);
+        out[static_cast<size_t>(i) * static_cast<size_t>(cw) * 8 + at] = t;
       }
     }
+}
+
+constexpr uint64_t kLowBytes = 0x0101010101010101ull, kHighBytes = 0x8080808080808080ull;
+
+// u1 codes {0, 1}: -1 where the code is 0. Codes other than 0 / 1 cannot occur (validation);
+// their low bit would count.
+inline void pack_u1(const uint8_t* __restrict x, int64_t C, int64_t hw, int64_t cw, int64_t w_begin, int64_t w_end,
+                    uint64_t* __restrict bits) {
+  pack_bits(
+      x, C, hw, cw, w_begin, w_end, bits,
+      [](const uint8_t* p) {
+        uint64_t v;
+        __builtin_memcpy(&v, p, 8);
+        return ~v & kLowBytes;
+      },
+      [](uint8_t v) { return static_cast<unsigned>(~v & 1u); });
+}
+
+// u8 codes: -1 where code < zp (the real value s * (code - zp) is negative). Bytewise unsigned
+// x < z without crossing bytes: (x | 0x80) - (z & 0x7f) keeps each byte's borrow inside it, its
+// high bit saying x_lo >= z_lo; x < z when z's high bit is set and x's not, or the high bits agree
+// and x_lo < z_lo.
+inline void pack_sign_u8(const uint8_t* __restrict x, int64_t C, int64_t hw, int64_t cw, int64_t w_begin,
+                         int64_t w_end, uint8_t zp, uint64_t* __restrict bits) {
+  const uint64_t z = kLowBytes * zp;
+  pack_bits(
+      x, C, hw, cw, w_begin, w_end, bits,
+      [z](const uint8_t* p) {
+        uint64_t v;
+        __builtin_memcpy(&v, p, 8);
+        const uint64_t d = (v | kHighBytes) - (z & ~kHighBytes);
+        return (((~v & z) | (~(v ^ z) & ~d)) & kHighBytes) >> 7;
+      },
+      [zp](uint8_t v) { return static_cast<unsigned>(v < zp); });
+}
+
+// f32: -1 where x < 0 (-0 and NaN are +1, as the reference's sign).
+inline void pack_sign_f32(const float* __restrict x, int64_t C, int64_t hw, int64_t cw, int64_t w_begin,
+                          int64_t w_end, uint64_t* __restrict bits) {
+  pack_bits(
+      x, C, hw, cw, w_begin, w_end, bits,
+      [](const float* p) {
+        uint64_t r = 0;
+        for (int j = 0; j < 8; ++j) r |= static_cast<uint64_t>(p[j] < 0.0f) << (8 * j);
+        return r;
+      },
+      [](float v) { return static_cast<unsigned>(v < 0.0f); });
+}
+
+inline void epilogue_f32(const int32_t* __restrict acc, size_t n, const ::lowbit::Qb1EpilogueF32& e,
+                         float* __restrict y) {
+  for (size_t j = 0; j < n; ++j) {
+    float v = __builtin_fmaf(static_cast<float>(acc[j]), e.alpha, e.bias);
+    if (e.res) v += e.res[j];
+    y[j] = std::min(std::max(v, e.lo), e.hi);
+  }
 }
 
 inline void requant_row(const int32_t* __restrict acc, size_t n, const ::lowbit::Qb1Requant& e,
                         uint8_t* __restrict y) {
   const int32_t off = e.w_sum - 2 * e.zp_x * e.w_sum;  // dot = (D + w_sum) / 2 - zp_x * w_sum = (D + off) / 2
   for (size_t j = 0; j < n; ++j) {
-    const int32_t dot = (acc[j] + off) >> 1;  // exact: D + w_sum is even, so is D + off
+    const int32_t dot = (acc[j] + off) >> e.shift;  // exact: D + w_sum is even, so is D + off
     float v = __builtin_fmaf(static_cast<float>(dot), e.scale, e.bias);
     if (e.res) v = __builtin_fmaf(static_cast<float>(int32_t{e.res[j]} - e.res_zp), e.res_scale, v);
     v = __builtin_nearbyintf(std::min(std::max(v, e.qmin), e.qmax));  // fmaxf: a libm call (NaN rules)
@@ -157,6 +208,9 @@ constexpr ::lowbit::Qb1GemmKernels make_kernels(const char* name, const char* is
   fill_tiles<T, kNR>(k.main, std::make_integer_sequence<int, kMR + 1>{});
   k.pack_u1 = &pack_u1;
   k.requant = &requant_row;
+  k.pack_sign_u8 = &pack_sign_u8;
+  k.pack_sign_f32 = &pack_sign_f32;
+  k.epilogue_f32 = &epilogue_f32;
   return k;
 }
 

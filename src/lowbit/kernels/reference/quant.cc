@@ -387,6 +387,89 @@ void matmul_integer(const Graph& g, const Node& n, std::span<const TensorView> i
   int_matmul(in, 0, 1, 2, 3, out[0].shape, [&](int64_t i, int64_t, int64_t, int32_t acc) { y[i] = acc; });
 }
 
+// ---- BinaryConv and BipolarQuant (binary models, ir/ops_quant.cc) ----
+
+// y = alpha[m] * sum_taps sign(x) * w + B[m] (+ residual), every tap spelled out: a tap outside
+// the input holds pad_value (0, +1 or -1). sign(x) is -1 below 0 (u8: below the zero point), else
+// +1. The f32 epilogue is fmaf(D, alpha, B), + residual, then the act_min / act_max clamp; the u8
+// one is QConv's requantization with the signs' scale 1 (the contract the fast kernels match).
+void binary_conv(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
+  const bool q = in[0].dtype == DType::u8;
+  if ((!q && in[0].dtype != DType::f32) || in[1].dtype != DType::b1 || out[0].dtype != in[0].dtype)
+    fail(n, "BinaryConv reference expects f32 or u8 input and output and b1 weights");
+  const Conv2dParams p = conv2d_params(g, n);
+  const QuantParams& qw = quant_of(g, n, n.inputs[1], "weight");
+  const int32_t zp_x = q ? quant_of(g, n, n.inputs[0], "input").zero_point[0] : 0;
+  const int32_t pad = static_cast<int32_t>(n.attrs.get_int("pad_value", 0));
+  const float* bias = present(in, 2) ? in[2].as<float>() : nullptr;
+  auto sign_at = [&](int64_t i) -> int32_t {
+    if (q) return int32_t{in[0].as<uint8_t>()[i]} < zp_x ? -1 : 1;
+    return in[0].as<float>()[i] < 0.0f ? -1 : 1;
+  };
+  std::vector<int32_t> acc(static_cast<size_t>(p.N * p.M * p.OH * p.OW));
+  size_t o = 0;
+  for (int64_t b = 0; b < p.N; ++b)
+    for (int64_t m = 0; m < p.M; ++m)
+      for (int64_t oh = 0; oh < p.OH; ++oh)
+        for (int64_t ow = 0; ow < p.OW; ++ow) {
+          int64_t sum = 0;
+          for (int64_t c = 0; c < p.C; ++c)
+            for (int64_t kh = 0; kh < p.KH; ++kh)
+              for (int64_t kw = 0; kw < p.KW; ++kw) {
+                const int64_t ih = oh * p.SH - p.pad_top + kh * p.DH, iw = ow * p.SW - p.pad_left + kw * p.DW;
+                const bool inside = ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
+                const int32_t v = inside ? sign_at(((b * p.C + c) * p.H + ih) * p.W + iw) : pad;
+                sum += v * load_code(in[1].data, DType::b1, ((m * p.C + c) * p.KH + kh) * p.KW + kw);
+              }
+          acc[o++] = static_cast<int32_t>(sum);
+        }
+  const int64_t plane = p.OH * p.OW;
+  if (!q) {
+    const float* r = present(in, 3) ? in[3].as<float>() : nullptr;
+    float* y = out[0].as<float>();
+    for (int64_t i = 0; i < p.N * p.M * plane; ++i) {
+      const int64_t m = (i / plane) % p.M;
+      float t = std::fmaf(static_cast<float>(acc[size_t(i)]), scale_at(qw, m), bias ? bias[m] : 0.0f);
+      if (r) t += r[i];
+      y[i] = std::min(std::max(t, p.act_min), p.act_max);
+    }
+    return;
+  }
+  const QuantParams& qy = quant_of(g, n, n.outputs[0], "output");
+  const int32_t zp_y = qy.zero_point[0];
+  const float s_y = qy.scale[0];
+  const uint8_t* r = present(in, 3) ? in[3].as<uint8_t>() : nullptr;
+  float res_scale = 0.0f;
+  int32_t zp_r = 0;
+  if (r) {
+    const QuantParams& qr = quant_of(g, n, n.inputs[3], "residual");
+    res_scale = static_cast<float>(double(qr.scale[0]) / s_y);
+    zp_r = qr.zero_point[0];
+  }
+  const QClamp c = qclamp(p.act_min, p.act_max, s_y, zp_y, code_range(g.value(n.outputs[0])));
+  uint8_t* y = out[0].as<uint8_t>();
+  for (int64_t i = 0; i < p.N * p.M * plane; ++i) {
+    const int64_t m = (i / plane) % p.M;
+    const float req_scale = static_cast<float>(1.0 * scale_at(qw, m) / s_y);
+    const float req_bias = bias ? static_cast<float>(double(bias[m]) / s_y) : 0.0f;
+    float t = std::fmaf(static_cast<float>(acc[size_t(i)]), req_scale, req_bias);
+    if (r) t = std::fmaf(static_cast<float>(int32_t{r[i]} - zp_r), res_scale, t);
+    y[i] = requant(t, zp_y, c);
+  }
+}
+
+// QONNX BipolarQuant: y = (x >= 0 ? 1 : -1) * scale (scale broadcast).
+void bipolar_quant(const Graph&, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
+  if (in[0].dtype != DType::f32 || in[1].dtype != DType::f32) fail(n, "BipolarQuant reference expects f32");
+  const float *x = in[0].as<float>(), *s = in[1].as<float>();
+  float* y = out[0].as<float>();
+  ref::for_each_broadcast<2>(out[0].shape, {in[0].shape, in[1].shape}, [&](int64_t o, const std::array<int64_t, 2>& off) {
+    y[o] = (x[off[0]] >= 0.0f ? 1.0f : -1.0f) * s[off[1]];
+  });
+}
+
+const ReferenceRegistrar kBinaryConv("BinaryConv", binary_conv);
+const ReferenceRegistrar kBipolarQuant("BipolarQuant", bipolar_quant);
 const ReferenceRegistrar kQConv("QConv", qconv);
 const ReferenceRegistrar kQGemm("QGemm", qgemm);
 const ReferenceRegistrar kQAdd("QAdd", qadd);

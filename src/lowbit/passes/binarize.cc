@@ -1,0 +1,81 @@
+// Binary convolutions of imported models: Sign(x) or QONNX BipolarQuant(x, s) feeding a Conv whose
+// weights are +-alpha per output channel become one BinaryConv (ir/ops_quant.cc) that reads x
+// itself and takes its sign while packing bits. Runs after BatchNormalization folding: a BN after
+// the conv scales each channel's +-alpha to another +-alpha' (its sign, if negative, moves into
+// the codes), so the folded weights still qualify. Weights given as Sign(W) or BipolarQuant(W, s)
+// of a constant were folded to +-1 / +-s constants before this pass.
+//
+// One difference from ONNX, stated where it is made: Sign(0) is 0 in ONNX, +1 here (bit-packed
+// signs have no zero; Larq and QONNX's BipolarQuant also map 0 to +1). Exact zeros in a real-valued
+// input are rare; the Conv's own zero padding is kept exact (pad_value 0, corrected per tap).
+#include <cmath>
+
+#include "lowbit/ir/codes.h"
+#include "lowbit/passes/passes.h"
+
+namespace lowbit {
+namespace {
+
+// The positive scalar scale of a BipolarQuant, or 0 when it is not one.
+float bipolar_scalar_scale(const Graph& g, const Node& n) {
+  const Tensor* s = n.inputs.size() == 2 ? g.constant(n.inputs[1]) : nullptr;
+  if (!s || s->dtype() != DType::f32 || s->numel() != 1) return 0.0f;
+  const float v = s->data<float>()[0];
+  return std::isfinite(v) && v > 0.0f ? v : 0.0f;
+}
+
+// alpha[m] = |W[m, ...]| when every weight of channel m has that one nonzero magnitude (to float
+// rounding: 1e-6 relative, as a BN fold computes each product once); empty otherwise.
+std::vector<float> binary_magnitudes(const Tensor& w) {
+  const int64_t M = w.shape()[0], per = w.numel() / M;
+  std::vector<float> alpha(static_cast<size_t>(M));
+  for (int64_t m = 0; m < M; ++m) {
+    const float* p = w.data<float>() + m * per;
+    const float a = std::fabs(p[0]);
+    if (!(a > 0.0f) || !std::isfinite(a)) return {};
+    for (int64_t k = 1; k < per; ++k)
+      if (std::fabs(std::fabs(p[k]) - a) > 1e-6f * a) return {};
+    alpha[static_cast<size_t>(m)] = a;
+  }
+  return alpha;
+}
+
+}  // namespace
+
+int binarize_convs(Graph& g) {
+  const auto producer = g.producers();
+  int rewritten = 0;
+  for (Node& n : g.nodes) {
+    if (n.op != "Conv" || n.inputs.size() < 2 || n.attrs.get_int("group", 1) != 1) continue;
+    const NodeId p = producer[static_cast<size_t>(n.inputs[0])];
+    if (p < 0) continue;
+    const Node& act = g.nodes[static_cast<size_t>(p)];
+    float act_scale = 1.0f;
+    if (act.op == "BipolarQuant") act_scale = bipolar_scalar_scale(g, act);
+    else if (act.op != "Sign") continue;
+    const Tensor* w = g.constant(n.inputs[1]);
+    if (!act_scale || !w || w->dtype() != DType::f32 || w->shape().size() != 4) continue;
+    const std::vector<float> alpha = binary_magnitudes(*w);
+    if (alpha.empty()) continue;
+    Tensor codes(DType::b1, w->shape());
+    for (int64_t k = 0; k < w->numel(); ++k) store_code(codes.raw(), DType::b1, k, w->data<float>()[k] < 0.0f ? -1 : 1);
+    QuantParams q;
+    q.axis = 0;
+    q.code = DType::b1;
+    for (float a : alpha) {
+      q.scale.push_back(a * act_scale);
+      q.zero_point.push_back(0);
+    }
+    const ValueId wid = g.add_constant(g.unique_name(g.value(n.inputs[1]).name + ".b1"), std::move(codes));
+    g.value(wid).quant = std::move(q);
+    n.op = "BinaryConv";
+    n.inputs[0] = act.inputs[0];
+    n.inputs[1] = wid;
+    n.attrs.set("pad_value", int64_t{0});  // the Conv pads the sign's output with 0
+    ++rewritten;
+  }
+  if (rewritten) g.remove_dead();
+  return rewritten;
+}
+
+}  // namespace lowbit
