@@ -71,12 +71,11 @@ class BinaryConv2d final : public Kernel {
     }
     P_ = s_.OH() * s_.OW();
     xbits_.resize(static_cast<size_t>(s_.H * s_.W * s_.CW()));
-    acc_.resize(static_cast<size_t>(p.M * P_));
+    chunk_ = std::max<int64_t>(ks.nr, (int64_t{16384} / p.M) / ks.nr * ks.nr);  // 64 KB of int32
   }
 
   void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
-    const bool has_res = in.size() > 3 && in[3].data;
-    const int64_t HW = p_.H * p_.W, CW = s_.CW(), MP = p_.M * P_;
+    const int64_t HW = p_.H * p_.W, CW = s_.CW();
     const int64_t nr = ks_.nr, panels = (P_ + nr - 1) / nr;
     const int threads = static_cast<int>(std::min<int64_t>(pool.size(), panels));
     for (int64_t b = 0; b < p_.N; ++b) {
@@ -91,33 +90,13 @@ class BinaryConv2d final : public Kernel {
       });
       pool.parallel_for(threads, [&](int64_t t, int) {
         const int64_t p0 = panels * t / threads * nr, p1 = std::min(P_, panels * (t + 1) / threads * nr);
-        if (p0 >= p1) return;
-        qb1_conv2d(ks_, w_, xbits_.data(), pad_, acc_.data(), p0, p1);
-        const size_t n = static_cast<size_t>(p1 - p0);
-        if (in_ != Input::sign_f32) {
-          const uint8_t* rb = has_res ? in[3].as<uint8_t>() + b * MP : nullptr;
-          uint8_t* yb = out[0].as<uint8_t>() + b * MP;
-          Qb1Requant e;
-          e.shift = in_ == Input::u1 ? 1 : 0;  // signs: dot = D
-          e.zp_x = in_ == Input::u1 ? zp_x_ : 0;
-          e.res_scale = rq_->res_scale, e.res_zp = rq_->res_zp;
-          e.qmin = rq_->qmin, e.qmax = rq_->qmax, e.zp_y = rq_->zp_y;
-          for (int64_t m = 0; m < p_.M; ++m) {
-            e.w_sum = in_ == Input::u1 ? w_sum_[static_cast<size_t>(m)] : 0;
-            e.scale = rq_->scale[static_cast<size_t>(m)], e.bias = rq_->bias[static_cast<size_t>(m)];
-            e.res = rb ? rb + m * P_ + p0 : nullptr;
-            ks_.requant(acc_.data() + m * P_ + p0, n, e, yb + m * P_ + p0);
-          }
-        } else {
-          const float* rb = has_res ? in[3].as<float>() + b * MP : nullptr;
-          float* yb = out[0].as<float>() + b * MP;
-          Qb1EpilogueF32 e;
-          e.lo = lo_, e.hi = hi_;
-          for (int64_t m = 0; m < p_.M; ++m) {
-            e.alpha = alpha_[static_cast<size_t>(m)], e.bias = bias_[static_cast<size_t>(m)];
-            e.res = rb ? rb + m * P_ + p0 : nullptr;
-            ks_.epilogue_f32(acc_.data() + m * P_ + p0, n, e, yb + m * P_ + p0);
-          }
+        // Chunks of pixels whose M x chunk accumulators (<= 64 KB) stay in cache until requantized.
+        thread_local std::vector<int32_t> acc;
+        acc.resize(static_cast<size_t>(p_.M * chunk_));
+        for (int64_t c0 = p0; c0 < p1; c0 += chunk_) {
+          const int64_t c1 = std::min(p1, c0 + chunk_);
+          qb1_conv2d_block(ks_, w_, xbits_.data(), pad_, acc.data(), static_cast<size_t>(chunk_), c0, c1);
+          epilogue(in, out, b, acc.data(), c0, c1);
         }
       });
     }
@@ -126,6 +105,39 @@ class BinaryConv2d final : public Kernel {
   int64_t packed_weight_bytes() const override { return static_cast<int64_t>(w_.panels.size() * sizeof(uint64_t)); }
 
  private:
+  // Pixels [c0, c1) of image b from acc[m * chunk_ + (p - c0)] to the output, residual included.
+  void epilogue(std::span<const TensorView> in, std::span<const TensorView> out, int64_t b, const int32_t* acc,
+                int64_t c0, int64_t c1) const {
+    const bool has_res = in.size() > 3 && in[3].data;
+    const int64_t MP = p_.M * P_;
+    const size_t n = static_cast<size_t>(c1 - c0);
+    if (in_ != Input::sign_f32) {
+      const uint8_t* rb = has_res ? in[3].as<uint8_t>() + b * MP : nullptr;
+      uint8_t* yb = out[0].as<uint8_t>() + b * MP;
+      Qb1Requant e;
+      e.shift = in_ == Input::u1 ? 1 : 0;  // signs: dot = D
+      e.zp_x = in_ == Input::u1 ? zp_x_ : 0;
+      e.res_scale = rq_->res_scale, e.res_zp = rq_->res_zp;
+      e.qmin = rq_->qmin, e.qmax = rq_->qmax, e.zp_y = rq_->zp_y;
+      for (int64_t m = 0; m < p_.M; ++m) {
+        e.w_sum = in_ == Input::u1 ? w_sum_[static_cast<size_t>(m)] : 0;
+        e.scale = rq_->scale[static_cast<size_t>(m)], e.bias = rq_->bias[static_cast<size_t>(m)];
+        e.res = rb ? rb + m * P_ + c0 : nullptr;
+        ks_.requant(acc + m * chunk_, n, e, yb + m * P_ + c0);
+      }
+    } else {
+      const float* rb = has_res ? in[3].as<float>() + b * MP : nullptr;
+      float* yb = out[0].as<float>() + b * MP;
+      Qb1EpilogueF32 e;
+      e.lo = lo_, e.hi = hi_;
+      for (int64_t m = 0; m < p_.M; ++m) {
+        e.alpha = alpha_[static_cast<size_t>(m)], e.bias = bias_[static_cast<size_t>(m)];
+        e.res = rb ? rb + m * P_ + c0 : nullptr;
+        ks_.epilogue_f32(acc + m * chunk_, n, e, yb + m * P_ + c0);
+      }
+    }
+  }
+
   Conv2dParams p_;
   const Qb1GemmKernels& ks_;
   Qb1ConvShape s_;
@@ -138,8 +150,8 @@ class BinaryConv2d final : public Kernel {
   std::vector<float> alpha_, bias_;  // f32
   float lo_ = 0.0f, hi_ = 0.0f;
   int64_t P_ = 0;
+  int64_t chunk_ = 0;  // output pixels per block, a multiple of the tile's nr
   std::vector<uint64_t> xbits_;
-  std::vector<int32_t> acc_;
 };
 
 std::string check_binary_conv2d(const NodeContext& ctx, DType x) {

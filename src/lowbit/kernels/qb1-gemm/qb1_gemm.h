@@ -16,7 +16,8 @@
 //
 // Micro-kernel orientation (as the int8 GEMMs): rows = output channels (weights broadcast), columns
 // = output pixels (im2col-packed words, a vector of pixels), so one instruction serves NR pixels.
-//   a: kw words x MR rows (row r of word k at a[k * MR + r])
+//   a: kw words x MR rows (row r of word k at a[k * MR + r]; split_nibbles: its low-nibble word at
+//      a[(k * MR + r) * 2], its high-nibble word next)
 //   b: kw words x NR pixels (b[k * NR + j])
 //   c[r * ldc + j] = ktot - 2 * sum_k popcount(a[k][r] ^ b[k][j])   for j < nc
 #include <cstddef>
@@ -80,6 +81,10 @@ struct Qb1GemmKernels {
   const char* isa = "";
   uint32_t features = 0;     // Feature bits the host must have (Target::features)
   int mr = 4, nr = 8;
+  // Weight words packed as two words, their low nibbles and their high nibbles shifted down
+  // (0x0f0f.. masked): a nibble-table popcount (AVX2 vpshufb) then splits only the pixels' words,
+  // once per k for all MR rows, instead of every XOR result (see avx2.cc for the measurement).
+  bool split_nibbles = false;
   Qb1GemmUkernel main[kMaxMR + 1] = {};
   Qb1PackU1 pack_u1 = nullptr;
   Qb1RequantRow requant = nullptr;
@@ -125,8 +130,9 @@ std::vector<uint64_t> pack_b1_nchw(const float* x, int64_t C, int64_t H, int64_t
 struct Qb1PackedWeights {
   Qb1ConvShape shape;
   int mr = 0;
+  bool split_nibbles = false;    // as the kernel set's: two words (low, high nibbles) per word
   int64_t kw = 0;                // words per output channel: KH * KW * CW
-  std::vector<uint64_t> panels;  // ceil(M / mr) panels of kw x mr words (rows past M are 0)
+  std::vector<uint64_t> panels;  // ceil(M / mr) panels of kw x mr words (x 2 when split; rows past M are 0)
   std::vector<int32_t> tap_sum;  // [M][KH * KW]: sum over channels of the tap's +-1 weights
 };
 // w: [M][C][KH][KW] floats (< 0 is -1).
@@ -137,6 +143,11 @@ Qb1PackedWeights pack_b1_weights(const Qb1ConvShape& s, const float* w, const Qb
 // worker's panels are independent). x: [H][W][CW] words as pack_b1_nchw writes them.
 void qb1_conv2d(const Qb1GemmKernels& k, const Qb1PackedWeights& w, const uint64_t* x, B1Padding pad, int32_t* out,
                 int64_t p_begin, int64_t p_end);
+// The same into a block: out[m * ldo + (p - p_begin)] for p in [p_begin, p_end), so that a caller
+// can keep the int32 results of a few hundred pixels in L1 / L2 and requantize them at once (a
+// whole layer's M x OH*OW accumulators, 0.8 MB at 64 x 56 x 56, went through memory).
+void qb1_conv2d_block(const Qb1GemmKernels& k, const Qb1PackedWeights& w, const uint64_t* x, B1Padding pad,
+                      int32_t* out, size_t ldo, int64_t p_begin, int64_t p_end);
 
 }  // namespace lowbit
 

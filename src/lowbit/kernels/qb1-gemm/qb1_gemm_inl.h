@@ -54,6 +54,15 @@ struct ScalarWords {
   static void flush(Acc acc, uint64_t* t, bool first) { t[0] = (first ? 0 : t[0]) + acc; }
 };
 
+// Traits with kSplitA (AVX2) read split weight words (Qb1GemmKernels::split_nibbles) and supply
+//   B           a pixel vector prepared once per k for all rows   prep_b(x)
+//   count2(acc, a_lo, a_hi, b)  acc + popcount(a ^ x) from the broadcast halves of a weight word
+template <class V>
+constexpr bool splits_a() {
+  if constexpr (requires { V::kSplitA; }) return V::kSplitA;
+  else return false;
+}
+
 template <class V, int MR, int NR>
 void gemm_tile(size_t kw, const uint64_t* __restrict a, const uint64_t* __restrict b, int32_t ktot,
                int32_t* __restrict c, size_t ldc, size_t nc) {
@@ -68,18 +77,34 @@ void gemm_tile(size_t kw, const uint64_t* __restrict a, const uint64_t* __restri
     for (int r = 0; r < MR; ++r)
       #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[r][v] = V::zero();
-    for (size_t k = 0; k < kn; ++k) {
-      typename V::Vec bv[NV];
-      #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) bv[v] = V::load(b + v * V::kLanes);
-      #pragma GCC unroll 8
-      for (int r = 0; r < MR; ++r) {
-        const typename V::Vec av = V::bcast(a[r]);
+    if constexpr (splits_a<V>()) {
+      for (size_t k = 0; k < kn; ++k) {
+        typename V::B bv[NV];
         #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[r][v] = V::count(acc[r][v], V::vxor(av, bv[v]));
+        for (int v = 0; v < NV; ++v) bv[v] = V::prep_b(V::load(b + v * V::kLanes));
+        #pragma GCC unroll 8
+        for (int r = 0; r < MR; ++r) {
+          const typename V::Vec lo = V::bcast(a[2 * r]), hi = V::bcast(a[2 * r + 1]);
+          #pragma GCC unroll 4
+          for (int v = 0; v < NV; ++v) acc[r][v] = V::count2(acc[r][v], lo, hi, bv[v]);
+        }
+        a += 2 * MR;
+        b += NR;
       }
-      a += MR;
-      b += NR;
+    } else {
+      for (size_t k = 0; k < kn; ++k) {
+        typename V::Vec bv[NV];
+        #pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) bv[v] = V::load(b + v * V::kLanes);
+        #pragma GCC unroll 8
+        for (int r = 0; r < MR; ++r) {
+          const typename V::Vec av = V::bcast(a[r]);
+          #pragma GCC unroll 4
+          for (int v = 0; v < NV; ++v) acc[r][v] = V::count(acc[r][v], V::vxor(av, bv[v]));
+        }
+        a += MR;
+        b += NR;
+      }
     }
     #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r)
@@ -198,8 +223,10 @@ constexpr void fill_tiles(::lowbit::Qb1GemmUkernel* t, std::integer_sequence<int
 
 // constexpr: each ISA file's set is a constant (see Qb1GemmKernels).
 template <template <int, int> class T, int kMR, int kNR>
-constexpr ::lowbit::Qb1GemmKernels make_kernels(const char* name, const char* isa, uint32_t features) {
+constexpr ::lowbit::Qb1GemmKernels make_kernels(const char* name, const char* isa, uint32_t features,
+                                                bool split_nibbles = false) {
   ::lowbit::Qb1GemmKernels k;
+  k.split_nibbles = split_nibbles;
   k.name = name;
   k.isa = isa;
   k.features = features;
