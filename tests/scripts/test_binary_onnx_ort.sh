@@ -6,7 +6,8 @@
 #     ORT vs lowbit on the file and on the zoo name: cosine >= 0.9999; `explain` puts all 16 binary
 #     convs on a BinaryConv SIMD row;
 #  2. a binary CNN exported by PyTorch (torch.onnx.export: sign activations, weights
-#     alpha * sign(W) folded to constants, BN, real shortcuts), as a training framework writes it;
+#     alpha * sign(W) folded to constants, BN, real shortcuts, and an XNOR-Net-style chain whose
+#     activations stay packed signs through a max pool), as a training framework writes it;
 #  3. a QONNX model (BipolarQuant, domain qonnx.custom_op.general, on activations and weights),
 #     which ORT cannot run: ORT runs the same graph with BipolarQuant spelled in standard ops
 #     (Where(x >= 0, 1, -1) * scale) and lowbit the QONNX file;
@@ -99,9 +100,18 @@ class Block(torch.nn.Module):
     def forward(self, x):
         return self.bn(self.conv(x)) + (x if self.down is None else self.down(x))
 
+class XnorChain(torch.nn.Module):
+    """XNOR-Net style: conv -> BN -> max pool -> conv -> BN, each conv taking the sign of its input."""
+    def __init__(self, cin):
+        super().__init__()
+        self.c1, self.b1 = BinaryConv(cin, 128, 3, 1, 1, bias=False), torch.nn.BatchNorm2d(128)
+        self.c2, self.b2 = BinaryConv(128, 128, 3, 1, 1, bias=False), torch.nn.BatchNorm2d(128)
+    def forward(self, x):
+        return self.b2(self.c2(torch.nn.functional.max_pool2d(self.b1(self.c1(x)), 2)))
+
 net = torch.nn.Sequential(torch.nn.Conv2d(3, 64, 3, 1, 1), torch.nn.BatchNorm2d(64), Block(64, 64, 1),
-                          Block(64, 128, 2), Block(128, 128, 1), Block(128, 96, 1), torch.nn.AdaptiveAvgPool2d(1),
-                          torch.nn.Flatten(), torch.nn.Linear(96, 10))
+                          Block(64, 128, 2), Block(128, 128, 1), Block(128, 96, 1), XnorChain(96),
+                          torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(128, 10))
 for mod in net.modules():  # non-trivial BN statistics, some negative gammas
     if isinstance(mod, torch.nn.BatchNorm2d):
         mod.weight.data = torch.randn_like(mod.weight) * 0.5 + 0.5
@@ -125,7 +135,12 @@ compare "ORT vs lowbit (PyTorch export)" tb_lowbit.npy tb_ort.npy 0.9999 || fail
 compare "PyTorch vs lowbit (PyTorch export)" tb_lowbit.npy tb_torch.npy 0.9999 || fail=1
 read -r n ref < <(binary_rows torch_binary.onnx)
 echo "explain torch_binary.onnx: $n BinaryConv nodes on a SIMD binary row, $ref on the reference"
-[[ $n -eq 4 && $ref -eq 0 ]] || { echo "FAIL: expected 4 binary convs on SIMD rows"; fail=1; }
+[[ $n -eq 6 && $ref -eq 0 ]] || { echo "FAIL: expected 6 binary convs on SIMD rows"; fail=1; }
+# The XNOR chain's activations stay packed: its max pool ANDs sign words, its second conv reads them.
+grep -A1 "(MaxPool)" explain.txt | grep -q "chosen *qb1-maxpool2d-nhwc-and" ||
+  { echo "FAIL: the XNOR chain's max pool does not run on packed signs"; fail=1; }
+grep -A1 "(BinaryConv)" explain.txt | grep -q "chosen *qb1-qb1w-conv2d-xnor-" ||
+  { echo "FAIL: no binary conv reads packed signs"; fail=1; }
 
 echo "== 3. QONNX BipolarQuant (ORT runs the same graph in standard ops)"
 "$PY" - <<'EOF'

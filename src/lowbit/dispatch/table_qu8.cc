@@ -9,6 +9,7 @@
 #include "lowbit/ir/op_params.h"
 
 #include "lowbit/operators/binary_conv2d.h"
+#include "lowbit/operators/pool2d_b1.h"
 #include "lowbit/operators/pool2d_u8.h"
 #include "lowbit/operators/qconv2d_subbyte.h"
 #include "lowbit/operators/qconv2d_u8.h"
@@ -49,17 +50,19 @@ std::vector<KernelCandidate> qu8_candidates() {
                LOWBIT_X86_ONLY(create_binary_conv2d_avx2), {"qb1_gemm_tile__avx2"}, nullptr, /*subbyte=*/true});
   // BinaryConv (imported binary models, passes/binarize.cc): the sign is taken while packing, from
   // f32 (a model run in fp32) or from u8 codes (quantized); every row is exact, as the reference.
-  for (const char* dt : {"f32", "qu8"}) {
-    const bool f = dt[0] == 'f';
+  // Three input domains: f32, u8 codes, packed signs (qb1: b1 activations, read without packing).
+  using Check = std::string (*)(const NodeContext&);
+  for (auto [dt, check] : {std::pair<const char*, Check>{"f32", check_binary_conv2d_f32},
+                           {"qu8", check_binary_conv2d_qu8}, {"qb1", check_binary_conv2d_qb1}}) {
     t.push_back({"BinaryConv", std::string(dt) + "-qb1w-conv2d-xnor-8x16-avx512vpopcntdq", x86,
-                 {F::avx512f, F::avx512vpopcntdq}, f ? check_binary_conv2d_f32 : check_binary_conv2d_qu8,
+                 {F::avx512f, F::avx512vpopcntdq}, check,
                  LOWBIT_X86_ONLY(create_binary_conv2d_avx512vpopcntdq), {"qb1_gemm_tile__avx512vpopcntdq"}, nullptr,
                  /*subbyte=*/true});
     t.push_back({"BinaryConv", std::string(dt) + "-qb1w-conv2d-xnor-4x8-avx2", x86, {F::avx2},
-                 f ? check_binary_conv2d_f32 : check_binary_conv2d_qu8, LOWBIT_X86_ONLY(create_binary_conv2d_avx2),
+                 check, LOWBIT_X86_ONLY(create_binary_conv2d_avx2),
                  {"qb1_gemm_tile__avx2"}, nullptr, /*subbyte=*/true});
     t.push_back({"BinaryConv", std::string(dt) + "-qb1w-conv2d-xnor-4x8-neon", arm, {F::neon},
-                 f ? check_binary_conv2d_f32 : check_binary_conv2d_qu8, LOWBIT_AARCH64_ONLY(create_binary_conv2d_neon),
+                 check, LOWBIT_AARCH64_ONLY(create_binary_conv2d_neon),
                  {"qb1_gemm_tile__neon"}, nullptr, /*subbyte=*/true});
   }
   // Depthwise first: the igemm would run one channel per tile row there.
@@ -79,7 +82,6 @@ std::vector<KernelCandidate> qu8_candidates() {
   // Sub-byte codes (kernels/qsub-gemm/README.md): vpmaddubsw is exact when a 4- or 2-bit code
   // bounds every product, so one multiply instruction does 32 multiply-adds instead of the int8
   // kernels' 16; below the VNNI rows, whose vpdpbusd already does 32 in one.
-  using Check = std::string (*)(const NodeContext&);
   const std::pair<const char*, Check> qsub_rows[] = {{"qu8-qc4w-conv2d-igemm-6x16c4-avx2", check_qconv2d_qc4w_igemm},
                                                      {"qu8-qc2w-conv2d-igemm-6x16c4-avx2", check_qconv2d_qc2w_igemm},
                                                      {"qu4-qc8w-conv2d-igemm-6x16c4-avx2", check_qconv2d_qu4_qc8w_igemm}};
@@ -132,6 +134,11 @@ std::vector<KernelCandidate> qu8_candidates() {
                create_binary_conv2d_portable, {}, nullptr, /*subbyte=*/true});
   t.push_back({"BinaryConv", "qu8-qb1w-conv2d-xnor-2x4-scalar", x86, {}, check_binary_conv2d_qu8,
                create_binary_conv2d_portable, {}, nullptr, /*subbyte=*/true});
+  t.push_back({"BinaryConv", "qb1-qb1w-conv2d-xnor-2x4-scalar", x86, {}, check_binary_conv2d_qb1,
+               create_binary_conv2d_portable, {}, nullptr, /*subbyte=*/true});
+  // Packed signs: an AND of words, 64 channels at a time (portable C++ the compiler vectorises).
+  t.push_back({"MaxPool", "qb1-maxpool2d-nhwc-and", x86, {}, check_maxpool2d_b1, create_maxpool2d_b1, {}, nullptr,
+               /*subbyte=*/true});
   return t;
 }
 

@@ -41,6 +41,24 @@ inline void store_code(void* data, DType t, int64_t i, int32_t v) {
   byte = static_cast<uint8_t>((byte & ~(mask << sh)) | ((static_cast<uint32_t>(v) & mask) << sh));
 }
 
+// Packed signs: a b1 *activation* (a runtime value, not a constant) of shape [N, C, H, W] is the
+// signs of a real-valued tensor in the binary kernels' own layout, channels innermost:
+// [N][H][W][C / 64] uint64 words, channel c at bit c % 64 of word c / 64, bit 1 = -1. C % 64 == 0
+// (validated), so the bytes are those of any b1 tensor of that shape and the memory plan needs no
+// special case; only the order differs from the constants' element order above.
+inline constexpr int64_t kSignWordBits = 64;
+inline int32_t load_packed_sign(const void* words, int64_t C, int64_t H, int64_t W, int64_t n, int64_t c, int64_t h,
+                                int64_t w) {
+  const uint64_t word = static_cast<const uint64_t*>(words)[((n * H + h) * W + w) * (C / kSignWordBits) + c / kSignWordBits];
+  return (word >> (c % kSignWordBits)) & 1u ? -1 : 1;
+}
+inline void store_packed_sign(void* words, int64_t C, int64_t H, int64_t W, int64_t n, int64_t c, int64_t h,
+                              int64_t w, int32_t v) {
+  uint64_t& word = static_cast<uint64_t*>(words)[((n * H + h) * W + w) * (C / kSignWordBits) + c / kSignWordBits];
+  const uint64_t bit = uint64_t{1} << (c % kSignWordBits);
+  word = v < 0 ? word | bit : word & ~bit;
+}
+
 // The same codes in another storage dtype (i8 <-> i4 <-> i2 <-> b1, u8 <-> u4 <-> u2 <-> u1).
 // Throws lowbit::Error when a code does not fit `to` (for b1: is not -1 or +1).
 Tensor convert_codes(const Tensor& t, DType to);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "lowbit/ir/codes.h"
 #include "lowbit/ir/infer_helpers.h"
 #include "lowbit/ir/op_params.h"
 
@@ -134,7 +135,11 @@ void infer_softmax(InferContext& c) {
 // output keeps the input's dtype.
 void infer_pool(InferContext& c) {
   const bool is_max = c.node().op == "MaxPool";
-  check_input_dtypes(c, {{"X", is_max ? kF32 | kU8 : kF32}});
+  // MaxPool of packed signs (b1, ir/codes.h): the max of +-1 values is an AND of their sign bits.
+  check_input_dtypes(c, {{"X", is_max ? kF32 | kU8 | dtype_bit(DType::b1) : kF32}});
+  if (c.dtype(0) == DType::b1)
+    c.require(c.rank(0) == 4 && c.shape(0)[1] % kSignWordBits == 0,
+              "packed signs (b1) need NCHW with C a multiple of 64, got " + shape_str(c.shape(0)));
   if (is_max && c.node().outputs.size() > 1 && c.node().outputs[1] != kNoValue)
     c.fail("MaxPool Indices output unsupported");
   Pool2dParams p = pool2d_params(c.graph(), c.node());

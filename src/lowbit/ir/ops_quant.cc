@@ -63,26 +63,49 @@ void infer_qconv(InferContext& c) {
   require_output_quant(c, DType::u8);
 }
 
+// A b1 activation: packed signs, channels innermost in 64-bit words, so C % 64 == 0.
+void require_packed_signs(const InferContext& c, size_t i) {
+  const Shape& x = c.shape(i);
+  c.require(x.size() == 4 && x[1] % kSignWordBits == 0,
+            "packed signs (b1) need NCHW with C a multiple of 64, got " + shape_str(x));
+}
+
 // BinaryConv: a convolution whose input is binarised by sign (x < 0 is -1, else +1; for u8 input,
 // code < zero point) and whose weights are b1 codes times a positive per-channel scale alpha:
 //   y = alpha[m] * sum over taps of sign(x) * w  + B[m] (+ residual), clamped by act_min/act_max.
 // Real-valued in and out: f32 (a model run in fp32) or u8 codes (a quantized one). Created by the
 // binarize pass from Sign / BipolarQuant -> Conv (passes/binarize.cc); padded taps hold
 // pad_value (0: ONNX's zero padding of the Sign output; +1 or -1: one-padding).
+//
+// Packed signs (b1 activations, ir/codes.h): X may be b1 (the signs of the real-valued tensor,
+// already channel-packed), and with attribute out_signs = 1 the output is b1, the signs of y
+// (a BatchNorm + Sign after a binary conv, as one threshold per channel): then no residual and no
+// clamp (neither commutes with the sign).
 void infer_binary_conv(InferContext& c) {
-  check_input_dtypes(c, {{"X", kF32 | kU8}, {"W", dtype_bit(DType::b1)}, {"B", kF32}, {"residual", kF32 | kU8}});
+  check_input_dtypes(c, {{"X", kF32 | kU8 | dtype_bit(DType::b1)}, {"W", dtype_bit(DType::b1)}, {"B", kF32},
+                         {"residual", kF32 | kU8}});
   Conv2dParams p = conv2d_params(c.graph(), c.node());
   c.require(p.group == 1, "group " + std::to_string(p.group) + ": binary convolution packs all input channels");
   require_symmetric_weights(c, 1, p.M);
   const int64_t pad = c.attrs().get_int("pad_value", 0);
   c.require(pad == 0 || pad == 1 || pad == -1, "pad_value " + std::to_string(pad) + " must be 0, 1 or -1");
-  const DType x = c.dtype(0);
-  if (x == DType::u8) {
+  if (c.dtype(0) == DType::b1) require_packed_signs(c, 0);
+  if (c.attrs().get_int("out_signs", 0)) {
+    c.require(!c.has_input(3) && !c.attrs().has("act_min") && !c.attrs().has("act_max"),
+              "out_signs: a residual or a clamp does not commute with the sign");
+    c.require(p.M % kSignWordBits == 0, "out_signs: M = " + std::to_string(p.M) + " is not a multiple of 64");
+    c.set_output(0, DType::b1, {p.N, p.M, p.OH, p.OW});
+    return;
+  }
+  // From packed signs the real domain is the one the output already has (f32, or u8 once quantized).
+  const DType x = c.dtype(0) != DType::b1 ? c.dtype(0)
+                  : c.graph().value(c.node().outputs[0]).dtype == DType::u8 ? DType::u8 : DType::f32;
+  if (c.dtype(0) == DType::u8) {
     require_quant(c, c.node().inputs[0], "input", 1);
     c.require(code_dtype(c.graph().value(c.node().inputs[0])) == DType::u8, "input codes must be u8");
   }
   if (c.has_input(3)) {
-    c.require(c.dtype(3) == x, std::string("residual has dtype ") + dtype_name(c.dtype(3)) + ", the input " + dtype_name(x));
+    c.require(c.dtype(3) == x, std::string("residual has dtype ") + dtype_name(c.dtype(3)) + ", the output " + dtype_name(x));
     c.require(c.shape(3) == Shape{p.N, p.M, p.OH, p.OW}, "residual shape " + shape_str(c.shape(3)) + " differs from the output's");
     if (x == DType::u8) require_quant(c, c.node().inputs[3], "residual", 1);
   }
@@ -246,8 +269,8 @@ const bool kRegistered = [] {
                    .signatures = "X u8 (codes u8|u4|u2|u1), W i8|i4|i2|b1 (i4/i2/b1 packed, or codes in i8), B f32, "
                                  "residual u8 -> Y u8 (codes u8|u4|u2|u1)"});
   SchemaRegistrar({.op = "BinaryConv", .min_inputs = 2, .max_inputs = 4, .infer = infer_binary_conv,
-                   .signatures = "X f32|u8 (binarised by sign), W b1 (scale alpha per channel), B f32, "
-                                 "residual f32|u8 -> Y f32|u8 (as X)"});
+                   .signatures = "X f32|u8 (binarised by sign)|b1 (packed signs), W b1 (scale alpha per channel), "
+                                 "B f32, residual f32|u8 -> Y f32|u8 (as X) | b1 (out_signs)"});
   SchemaRegistrar({.op = "BipolarQuant", .min_inputs = 2, .max_inputs = 2, .infer = infer_bipolar_quant,
                    .signatures = "X f32, scale f32 -> Y f32 (+-scale)"});
   SchemaRegistrar({.op = "QGemm", .min_inputs = 2, .max_inputs = 3, .infer = infer_qgemm,

@@ -27,14 +27,19 @@ enum class Input : uint8_t {
   u1,        // QConv: u1 codes, bit 1 where the code is 0
   sign_u8,   // BinaryConv: bit 1 where the u8 code is below the zero point
   sign_f32,  // BinaryConv: bit 1 where the float is negative
+  packed,    // BinaryConv: packed signs (b1 activation), read as they are
 };
+// What the epilogue writes.
+enum class Output : uint8_t { u8, f32, signs };
 
 class BinaryConv2d final : public Kernel {
  public:
   BinaryConv2d(const NodeContext& ctx, const Conv2dParams& p, const Qb1GemmKernels& ks)
       : p_(p), ks_(ks), s_(qb1_shape(p)) {
     const bool qconv = ctx.node.op == "QConv";
-    in_ = qconv ? Input::u1 : ctx.in(0).dtype == DType::u8 ? Input::sign_u8 : Input::sign_f32;
+    const DType xt = ctx.in(0).dtype, yt = ctx.out(0).dtype;
+    in_ = qconv ? Input::u1 : xt == DType::u8 ? Input::sign_u8 : xt == DType::b1 ? Input::packed : Input::sign_f32;
+    out_ = yt == DType::u8 ? Output::u8 : yt == DType::b1 ? Output::signs : Output::f32;
     const Tensor& wt = *ctx.constant(1);  // b1 packed, or +-1 codes in i8 (w1a1 logical mode)
     std::vector<float> w(static_cast<size_t>(wt.numel()));
     for (int64_t k = 0; k < wt.numel(); ++k)
@@ -54,9 +59,9 @@ class BinaryConv2d final : public Kernel {
       const int64_t v = ctx.node.attrs.get_int("pad_value", 0);
       pad_ = v == 1 ? B1Padding::plus_one : v == -1 ? B1Padding::minus_one : B1Padding::zero;
     }
-    if (in_ != Input::sign_f32) {
+    if (in_ == Input::sign_u8) zp_x_ = ctx.in(0).quant->zero_point[0];
+    if (out_ == Output::u8) {
       rq_.emplace(ctx, p.M, 3, in_ == Input::u1 ? 0.0 : 1.0);  // signs have scale 1
-      if (in_ == Input::sign_u8) zp_x_ = ctx.in(0).quant->zero_point[0];
     } else {
       const QuantParams& qw = *ctx.in(1).quant;
       const Tensor* b = ctx.constant(2);
@@ -69,8 +74,24 @@ class BinaryConv2d final : public Kernel {
       lo_ = ctx.node.attrs.get_float("act_min", -INFINITY);
       hi_ = ctx.node.attrs.get_float("act_max", INFINITY);
     }
+    if (out_ == Output::signs) {
+      // fmaf(D, alpha, bias) is non-decreasing in the integer D (alpha > 0), so its sign flips at
+      // one integer: thr = the least D in [-K, K + 1] with fmaf(D, alpha, bias) >= 0.
+      const int64_t K = p.C * p.KH * p.KW;
+      thr_.resize(static_cast<size_t>(p.M));
+      for (int64_t m = 0; m < p.M; ++m) {
+        const float a = alpha_[static_cast<size_t>(m)], b = bias_[static_cast<size_t>(m)];
+        int64_t lo = -K, hi = K + 1;  // answer in [lo, hi]
+        while (lo < hi) {
+          const int64_t mid = lo + (hi - lo) / 2;
+          if (std::fmaf(static_cast<float>(mid), a, b) >= 0.0f) hi = mid;
+          else lo = mid + 1;
+        }
+        thr_[static_cast<size_t>(m)] = static_cast<int32_t>(lo);
+      }
+    }
     P_ = s_.OH() * s_.OW();
-    xbits_.resize(static_cast<size_t>(s_.H * s_.W * s_.CW()));
+    if (in_ != Input::packed) xbits_.resize(static_cast<size_t>(s_.H * s_.W * s_.CW()));
     chunk_ = std::max<int64_t>(ks.nr, (int64_t{16384} / p.M) / ks.nr * ks.nr);  // 64 KB of int32
   }
 
@@ -82,6 +103,7 @@ class BinaryConv2d final : public Kernel {
       pool.parallel_for(threads, [&](int64_t t, int) {
         const int64_t w0 = (CW * t) / threads, w1 = (CW * (t + 1)) / threads;
         // u1 inputs are u1 codes by validation (their producer's clamp); anything else would count as 1.
+        if (in_ == Input::packed) return;
         if (in_ == Input::u1) ks_.pack_u1(in[0].as<uint8_t>() + b * p_.C * HW, p_.C, HW, CW, w0, w1, xbits_.data());
         else if (in_ == Input::sign_u8)
           ks_.pack_sign_u8(in[0].as<uint8_t>() + b * p_.C * HW, p_.C, HW, CW, w0, w1, static_cast<uint8_t>(zp_x_),
@@ -95,7 +117,9 @@ class BinaryConv2d final : public Kernel {
         acc.resize(static_cast<size_t>(p_.M * chunk_));
         for (int64_t c0 = p0; c0 < p1; c0 += chunk_) {
           const int64_t c1 = std::min(p1, c0 + chunk_);
-          qb1_conv2d_block(ks_, w_, xbits_.data(), pad_, acc.data(), static_cast<size_t>(chunk_), c0, c1);
+          const uint64_t* xb = in_ == Input::packed ? static_cast<const uint64_t*>(in[0].data) + b * p_.H * p_.W * CW
+                                                    : xbits_.data();
+          qb1_conv2d_block(ks_, w_, xb, pad_, acc.data(), static_cast<size_t>(chunk_), c0, c1);
           epilogue(in, out, b, acc.data(), c0, c1);
         }
       });
@@ -111,7 +135,12 @@ class BinaryConv2d final : public Kernel {
     const bool has_res = in.size() > 3 && in[3].data;
     const int64_t MP = p_.M * P_;
     const size_t n = static_cast<size_t>(c1 - c0);
-    if (in_ != Input::sign_f32) {
+    if (out_ == Output::signs) {
+      ks_.signs_out(acc, static_cast<size_t>(chunk_), n, p_.M, thr_.data(),
+                    static_cast<uint64_t*>(out[0].data) + (b * P_ + c0) * (p_.M / 64));
+      return;
+    }
+    if (out_ == Output::u8) {
       const uint8_t* rb = has_res ? in[3].as<uint8_t>() + b * MP : nullptr;
       uint8_t* yb = out[0].as<uint8_t>() + b * MP;
       Qb1Requant e;
@@ -142,6 +171,8 @@ class BinaryConv2d final : public Kernel {
   const Qb1GemmKernels& ks_;
   Qb1ConvShape s_;
   Input in_ = Input::u1;
+  Output out_ = Output::u8;
+  std::vector<int32_t> thr_;  // signs
   B1Padding pad_ = B1Padding::zero;
   Qb1PackedWeights w_;
   std::vector<int32_t> w_sum_;      // u1
@@ -186,6 +217,7 @@ std::string check_qconv2d_qu1_qb1w_xnor(const NodeContext& ctx) {
 
 std::string check_binary_conv2d_f32(const NodeContext& ctx) { return check_binary_conv2d(ctx, DType::f32); }
 std::string check_binary_conv2d_qu8(const NodeContext& ctx) { return check_binary_conv2d(ctx, DType::u8); }
+std::string check_binary_conv2d_qb1(const NodeContext& ctx) { return check_binary_conv2d(ctx, DType::b1); }
 
 std::unique_ptr<Kernel> create_binary_conv2d(const NodeContext& ctx, const Qb1GemmKernels& ks) {
   return std::make_unique<BinaryConv2d>(ctx, conv2d_params(ctx.graph, ctx.node), ks);

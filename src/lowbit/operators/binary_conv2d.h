@@ -12,7 +12,9 @@
 // BinaryConv (ir/ops_quant.cc; imported binary models): a real-valued input binarised by its sign
 // while it is packed (the +-1 tensor is never stored), b1 weights times a per-channel alpha, dot
 // = D; the output in the input's domain: f32 (fmaf(D, alpha, bias) + residual, clamped) or u8
-// codes (the int8 contract's requantization, with the signs' scale 1).
+// codes (the int8 contract's requantization, with the signs' scale 1), or packed signs (b1: a
+// BatchNorm + Sign after the conv as one integer threshold per channel), which the next binary
+// conv reads as they are.
 #include <memory>
 #include <string>
 
@@ -26,6 +28,7 @@ std::string check_qconv2d_qu1_qb1w_xnor(const NodeContext& ctx);
 // BinaryConv, one per input domain: "" when the node's input is f32 (u8) and its shape fits.
 std::string check_binary_conv2d_f32(const NodeContext& ctx);
 std::string check_binary_conv2d_qu8(const NodeContext& ctx);
+std::string check_binary_conv2d_qb1(const NodeContext& ctx);  // packed signs in (b1 activations)
 
 // Creates the driver for either op (QConv u1 x b1, or BinaryConv) on one kernel set.
 std::unique_ptr<Kernel> create_binary_conv2d(const NodeContext& ctx, const Qb1GemmKernels& ks);

@@ -9,6 +9,7 @@
 // signs have no zero; Larq and QONNX's BipolarQuant also map 0 to +1). Exact zeros in a real-valued
 // input are rare; the Conv's own zero padding is kept exact (pad_value 0, corrected per tap).
 #include <cmath>
+#include <functional>
 
 #include "lowbit/ir/codes.h"
 #include "lowbit/passes/passes.h"
@@ -76,6 +77,49 @@ int binarize_convs(Graph& g) {
   }
   if (rewritten) g.remove_dead();
   return rewritten;
+}
+
+int pack_binary_chains(Graph& g) {
+  const auto consumers = g.consumers();
+  std::vector<char> is_output(g.values.size(), 0);
+  for (ValueId o : g.outputs) is_output[static_cast<size_t>(o)] = 1;
+  // v may become packed signs if it has readers and every reader takes only its sign: a
+  // BinaryConv's input, or a MaxPool whose output in turn qualifies (max and sign commute:
+  // sign(max x) = max(sign x), with sign(0) = +1 on both sides). `pools` collects those MaxPools.
+  std::function<bool(ValueId, std::vector<NodeId>&)> signs_only = [&](ValueId v, std::vector<NodeId>& pools) {
+    const auto& readers = consumers[static_cast<size_t>(v)];
+    if (readers.empty() || is_output[static_cast<size_t>(v)]) return false;
+    const Shape& s = g.value(v).shape;
+    if (s.size() != 4 || s[1] % kSignWordBits != 0) return false;
+    for (NodeId r : readers) {
+      const Node& n = g.nodes[static_cast<size_t>(r)];
+      if (n.op == "BinaryConv") {
+        for (size_t i = 1; i < n.inputs.size(); ++i)
+          if (n.inputs[i] == v) return false;  // its residual needs the real values
+        continue;
+      }
+      if (n.op == "MaxPool" && n.outputs.size() == 1 && !n.attrs.has("storage_order") &&
+          signs_only(n.outputs[0], pools)) {
+        pools.push_back(r);
+        continue;
+      }
+      return false;
+    }
+    return true;
+  };
+  int packed = 0;
+  for (Node& n : g.nodes) {
+    if (n.op != "BinaryConv" || n.inputs.size() > 3 || n.attrs.has("act_min") || n.attrs.has("act_max")) continue;
+    const ValueId y = n.outputs[0];
+    if (g.value(y).dtype != DType::f32) continue;
+    std::vector<NodeId> pools;
+    if (!signs_only(y, pools)) continue;
+    n.attrs.set("out_signs", int64_t{1});
+    g.value(y).dtype = DType::b1;
+    for (NodeId p : pools) g.value(g.nodes[static_cast<size_t>(p)].outputs[0]).dtype = DType::b1;
+    ++packed;
+  }
+  return packed;
 }
 
 }  // namespace lowbit

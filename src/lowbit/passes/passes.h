@@ -22,6 +22,11 @@ int fold_batch_norm(Graph& g);
 // folding; passes/binarize.cc).
 int binarize_convs(Graph& g);
 
+// A BinaryConv whose every reader takes only the sign of its output (binary convs, max pools
+// between them) writes packed signs (b1, ir/codes.h) through one threshold per channel; the
+// readers then read bits. After fuse_epilogues (a fused residual or clamp keeps the real output).
+int pack_binary_chains(Graph& g);
+
 // Identity and Dropout (inference) disappear; their consumers read the input directly.
 int remove_identities(Graph& g);
 

@@ -243,9 +243,9 @@ class Rewriter {
   bool quantize(const Node& n) {
     if (n.inputs.empty() || n.outputs.empty()) return false;
     ValueId x = n.inputs[0], y = n.outputs[0];
+    if (n.op == "BinaryConv" && !f_.is_constant(x)) return quantize_binary_conv(n, x, y);
     if (f_.is_constant(x) || fv(x).dtype != DType::f32) return false;
     if (n.op == "Conv") return quantize_conv(n, x, y);
-    if (n.op == "BinaryConv") return quantize_binary_conv(n, x, y);
     if (n.op == "Gemm") return quantize_gemm(n, x, y);
     if (n.op == "Add" && n.inputs.size() == 2) return quantize_add(n);
     // Ops that move, select or average codes keep the input's scale: no requantization needed.
@@ -277,14 +277,25 @@ class Rewriter {
   }
 
   // An imported binary conv (passes/binarize.cc) keeps its b1 weights; it reads the sign of its
-  // input's u8 codes and writes u8 codes, residual included.
+  // input's u8 codes (or packed signs as they are) and writes u8 codes, residual included (or
+  // packed signs, which need no range).
   bool quantize_binary_conv(const Node& n, ValueId x, ValueId y) {
+    const bool packed_in = fv(x).dtype == DType::b1, signs_out = fv(y).dtype == DType::b1;
     ValueId b = Graph::input_or_none(n, 2), r = Graph::input_or_none(n, 3);
-    if (!has_range(x) || !has_range(y) || (r != kNoValue && !has_range(r))) return false;
+    if ((!packed_in && (fv(x).dtype != DType::f32 || !has_range(x))) || (!signs_out && !has_range(y)) ||
+        (r != kNoValue && !has_range(r)))
+      return false;
     if (b != kNoValue && !f_.is_constant(b)) return false;
-    std::vector<ValueId> in{u8(x), f32(n.inputs[1]), b == kNoValue ? kNoValue : f32(b)};
+    std::vector<ValueId> in{packed_in ? f32(x) : u8(x), f32(n.inputs[1]), b == kNoValue ? kNoValue : f32(b)};
     if (r != kNoValue) in.push_back(u8(r));
-    q_.add_node("BinaryConv", n.name, in, {new_u8(y, act_params(y))}, n.attrs);
+    ValueId out;
+    if (signs_out) {  // tracked like an fp32 value: its readers take it as it is
+      out = q_.add_value(q_.unique_name(fv(y).name), DType::b1, fv(y).shape, true);
+      f32_[static_cast<size_t>(y)] = out;
+    } else {
+      out = new_u8(y, act_params(y));
+    }
+    q_.add_node("BinaryConv", n.name, in, {out}, n.attrs);
     return true;
   }
 

@@ -55,6 +55,7 @@ std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const Compile
     fold_batch_norm(graph);
     binarize_convs(graph);
     fuse_epilogues(graph);
+    pack_binary_chains(graph);
   }
   graph.remove_dead();
   // Passes rewrite nodes; validating again proves they kept every node well-typed.

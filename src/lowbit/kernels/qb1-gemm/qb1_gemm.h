@@ -71,6 +71,10 @@ struct Qb1EpilogueF32 {
   float lo = -__builtin_inff(), hi = __builtin_inff();
 };
 using Qb1EpilogueF32Row = void (*)(const int32_t* acc, size_t n, const Qb1EpilogueF32& e, float* y);
+// signs_out: the output as packed signs (ir/codes.h), a BatchNorm + Sign after the conv as one
+// integer threshold per channel: for pixels j < n, channel m of pixel j is -1 (bit 1) where
+// acc[m * ldo + j] < thr[m]. Writes words [j][M / 64]; M % 64 == 0.
+using Qb1SignsOut = void (*)(const int32_t* acc, size_t ldo, size_t n, int64_t M, const int32_t* thr, uint64_t* out);
 
 // One ISA's binary GEMM: main[MR] is the MR x nr tile (MR = 1..mr). Constant-initialized in its
 // ISA's file (no code compiled with that ISA's flags runs until a kernel does: listing the sets on
@@ -91,6 +95,7 @@ struct Qb1GemmKernels {
   Qb1PackSignU8 pack_sign_u8 = nullptr;
   Qb1PackSignF32 pack_sign_f32 = nullptr;
   Qb1EpilogueF32Row epilogue_f32 = nullptr;
+  Qb1SignsOut signs_out = nullptr;
   bool runs_on(const Target& t) const { return (t.features & features) == features; }
 };
 constexpr uint32_t feature_bits(std::initializer_list<Feature> fs) {

@@ -202,6 +202,29 @@ inline void epilogue_f32(const int32_t* __restrict acc, size_t n, const ::lowbit
   }
 }
 
+// 8 pixels x 8 channels at a time, as pack_bits: byte jj of t holds the 8 channels' bits of pixel
+// jj, then one byte store per pixel.
+inline void signs_out(const int32_t* __restrict acc, size_t ldo, size_t n, int64_t M, const int32_t* __restrict thr,
+                      uint64_t* __restrict out) {
+  const int64_t cw = M / 64;
+  uint8_t* ob = reinterpret_cast<uint8_t*>(out);
+  for (size_t j0 = 0; j0 < n; j0 += 8) {
+    const size_t nj = n - j0 < 8 ? n - j0 : 8;
+    for (int64_t g = 0; g < cw * 8; ++g) {  // channels 8g .. 8g + 7: byte g % 8 of word g / 8
+      uint64_t t = 0;
+      for (int64_t c = 0; c < 8; ++c) {
+        const int64_t m = g * 8 + c;
+        const int32_t* row = acc + static_cast<size_t>(m) * ldo + j0;
+        uint64_t r = 0;
+        for (size_t jj = 0; jj < nj; ++jj) r |= static_cast<uint64_t>(row[jj] < thr[m]) << (8 * jj);
+        t |= r << c;
+      }
+      for (size_t jj = 0; jj < nj; ++jj)
+        ob[(j0 + jj) * static_cast<size_t>(cw) * 8 + static_cast<size_t>(g)] = static_cast<uint8_t>(t >> (8 * jj));
+    }
+  }
+}
+
 inline void requant_row(const int32_t* __restrict acc, size_t n, const ::lowbit::Qb1Requant& e,
                         uint8_t* __restrict y) {
   const int32_t off = e.w_sum - 2 * e.zp_x * e.w_sum;  // dot = (D + w_sum) / 2 - zp_x * w_sum = (D + off) / 2
@@ -238,6 +261,7 @@ constexpr ::lowbit::Qb1GemmKernels make_kernels(const char* name, const char* is
   k.pack_sign_u8 = &pack_sign_u8;
   k.pack_sign_f32 = &pack_sign_f32;
   k.epilogue_f32 = &epilogue_f32;
+  k.signs_out = &signs_out;
   return k;
 }
 

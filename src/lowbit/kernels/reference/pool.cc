@@ -6,6 +6,7 @@
 
 #include "lowbit/ir/op_params.h"
 #include "lowbit/kernels/reference/broadcast.h"
+#include "lowbit/ir/codes.h"
 #include "lowbit/kernels/reference/reference.h"
 
 namespace lowbit {
@@ -131,6 +132,23 @@ void max_pool(const Graph& g, const Node& n, std::span<const TensorView> in, std
     case DType::u8: max_pool_t<uint8_t>(p, in[0], out[0], idx, col_major); break;
     case DType::i8: max_pool_t<int8_t>(p, in[0], out[0], idx, col_major); break;
     case DType::i32: max_pool_t<int32_t>(p, in[0], out[0], idx, col_major); break;
+    case DType::b1: {  // packed signs (ir/codes.h): unpacked to +-1, pooled as int8, packed again
+      const Shape &xs = in[0].shape, &ys = out[0].shape;
+      std::vector<int8_t> xi(static_cast<size_t>(num_elements(xs))), yi(static_cast<size_t>(num_elements(ys)));
+      size_t i = 0;
+      for (int64_t b = 0; b < xs[0]; ++b)
+        for (int64_t c = 0; c < xs[1]; ++c)
+          for (int64_t h = 0; h < xs[2]; ++h)
+            for (int64_t w = 0; w < xs[3]; ++w)
+              xi[i++] = static_cast<int8_t>(load_packed_sign(in[0].data, xs[1], xs[2], xs[3], b, c, h, w));
+      max_pool_t<int8_t>(p, TensorView{xi.data(), DType::i8, xs}, TensorView{yi.data(), DType::i8, ys}, nullptr, false);
+      i = 0;
+      for (int64_t b = 0; b < ys[0]; ++b)
+        for (int64_t c = 0; c < ys[1]; ++c)
+          for (int64_t h = 0; h < ys[2]; ++h)
+            for (int64_t w = 0; w < ys[3]; ++w) store_packed_sign(out[0].data, ys[1], ys[2], ys[3], b, c, h, w, yi[i++]);
+      break;
+    }
     default: fail(n, std::string("reference MaxPool does not support ") + dtype_name(in[0].dtype));
   }
 }

@@ -394,15 +394,18 @@ void matmul_integer(const Graph& g, const Node& n, std::span<const TensorView> i
 // +1. The f32 epilogue is fmaf(D, alpha, B), + residual, then the act_min / act_max clamp; the u8
 // one is QConv's requantization with the signs' scale 1 (the contract the fast kernels match).
 void binary_conv(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
-  const bool q = in[0].dtype == DType::u8;
-  if ((!q && in[0].dtype != DType::f32) || in[1].dtype != DType::b1 || out[0].dtype != in[0].dtype)
-    fail(n, "BinaryConv reference expects f32 or u8 input and output and b1 weights");
+  const bool q = in[0].dtype == DType::u8, packed_in = in[0].dtype == DType::b1, signs_out = out[0].dtype == DType::b1;
+  if ((!q && !packed_in && in[0].dtype != DType::f32) || in[1].dtype != DType::b1 ||
+      (out[0].dtype != in[0].dtype && !signs_out && !packed_in))
+    fail(n, "BinaryConv reference expects f32, u8 or b1 input, f32, u8 or b1 output and b1 weights");
   const Conv2dParams p = conv2d_params(g, n);
   const QuantParams& qw = quant_of(g, n, n.inputs[1], "weight");
   const int32_t zp_x = q ? quant_of(g, n, n.inputs[0], "input").zero_point[0] : 0;
   const int32_t pad = static_cast<int32_t>(n.attrs.get_int("pad_value", 0));
   const float* bias = present(in, 2) ? in[2].as<float>() : nullptr;
-  auto sign_at = [&](int64_t i) -> int32_t {
+  auto sign_at = [&](int64_t b, int64_t c, int64_t h, int64_t w) -> int32_t {
+    if (packed_in) return load_packed_sign(in[0].data, p.C, p.H, p.W, b, c, h, w);
+    const int64_t i = ((b * p.C + c) * p.H + h) * p.W + w;
     if (q) return int32_t{in[0].as<uint8_t>()[i]} < zp_x ? -1 : 1;
     return in[0].as<float>()[i] < 0.0f ? -1 : 1;
   };
@@ -418,13 +421,21 @@ void binary_conv(const Graph& g, const Node& n, std::span<const TensorView> in, 
               for (int64_t kw = 0; kw < p.KW; ++kw) {
                 const int64_t ih = oh * p.SH - p.pad_top + kh * p.DH, iw = ow * p.SW - p.pad_left + kw * p.DW;
                 const bool inside = ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
-                const int32_t v = inside ? sign_at(((b * p.C + c) * p.H + ih) * p.W + iw) : pad;
+                const int32_t v = inside ? sign_at(b, c, ih, iw) : pad;
                 sum += v * load_code(in[1].data, DType::b1, ((m * p.C + c) * p.KH + kh) * p.KW + kw);
               }
           acc[o++] = static_cast<int32_t>(sum);
         }
   const int64_t plane = p.OH * p.OW;
-  if (!q) {
+  if (signs_out) {  // the sign of the f32 epilogue's value, packed (no residual, no clamp: validated)
+    for (int64_t i = 0; i < p.N * p.M * plane; ++i) {
+      const int64_t m = (i / plane) % p.M, b = i / (p.M * plane), oh = (i % plane) / p.OW, ow = i % p.OW;
+      const float t = std::fmaf(static_cast<float>(acc[size_t(i)]), scale_at(qw, m), bias ? bias[m] : 0.0f);
+      store_packed_sign(out[0].data, p.M, p.OH, p.OW, b, m, oh, ow, t < 0.0f ? -1 : 1);
+    }
+    return;
+  }
+  if (out[0].dtype == DType::f32) {
     const float* r = present(in, 3) ? in[3].as<float>() : nullptr;
     float* y = out[0].as<float>();
     for (int64_t i = 0; i < p.N * p.M * plane; ++i) {
