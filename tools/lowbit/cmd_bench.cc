@@ -60,6 +60,7 @@ void register_bench(CLI::App& app) {
     int warmup = 10, runs = 100;
     std::string json;
     bool profile = false;
+    std::string against;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("bench", "time a model: warm-ups, then timed runs (mean, median, p90, p99)");
@@ -68,6 +69,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--runs", o->runs, "timed runs (default 100)")->check(CLI::PositiveNumber);
   cmd->add_option("--json", o->json, "also write the results as JSON to this file");
   cmd->add_flag("--profile", o->profile, "per-layer table sorted by time, with MACs and GFLOP/s");
+  cmd->add_option("--against", o->against,
+                  "also time this model (same precision and options) alternating with MODEL, and print the "
+                  "ratio: resnet18-binary --precision int8 --against resnet18");
   cmd->callback([o] {
     BuiltModel built = build_model(o->m);
     auto& model = built.model;
@@ -166,6 +170,29 @@ void register_bench(CLI::App& app) {
                     human_bytes(i8->weight_bytes()).c_str());
       }
     }
+    // Another model side by side (a binary network against its real-valued counterpart): rounds
+    // alternate, so that a disturbed stretch of a shared host hits both.
+    nlohmann::json vs_against;
+    if (!o->against.empty()) {
+      ModelOptions a = o->m;
+      a.model = o->against;
+      auto other = compile_model(a);
+      const auto in2 = random_inputs(other->graph());
+      const int rounds = 6, per = std::max(1, std::min(o->runs, 60) / rounds), warm = std::min(o->warmup, 3);
+      std::vector<double> m_ms, a_ms;
+      for (int round = 0; round < rounds; ++round) {
+        for (double x : time_runs(*model, in, warm, per)) m_ms.push_back(x);
+        for (double x : time_runs(*other, in2, warm, per)) a_ms.push_back(x);
+      }
+      const Stats ms1 = stats_of(m_ms), as = stats_of(a_ms);
+      vs_against = {{"model", o->against}, {"median_ms", as.median}, {"min_ms", as.min},
+                    {"this_median_ms", ms1.median}, {"this_min_ms", ms1.min}, {"speedup", as.median / ms1.median}};
+      std::printf("\n%s vs %s (%s, same run, %d runs each): median %.2f vs %.2f ms (%.2fx), min %.2f vs %.2f ms "
+                  "(%.2fx); weights %s vs %s\n",
+                  o->m.model.c_str(), o->against.c_str(), precision.c_str(), static_cast<int>(m_ms.size()), ms1.median,
+                  as.median, as.median / ms1.median, ms1.min, as.min, as.min / ms1.min,
+                  human_bytes(model->weight_bytes()).c_str(), human_bytes(other->weight_bytes()).c_str());
+    }
     if (!o->json.empty()) {
       nlohmann::json j = {{"model", o->m.model},
                           {"precision", precision},
@@ -188,6 +215,7 @@ void register_bench(CLI::App& app) {
       if (o->profile) j["layers"] = layers;
       if (!vs_fp32.is_null()) j["vs_fp32"] = vs_fp32;
       if (!vs_int8.is_null()) j["vs_int8"] = vs_int8;
+      if (!vs_against.is_null()) j["vs_against"] = vs_against;
       std::ofstream f(o->json);
       if (!f) throw Error("cannot write '" + o->json + "'");
       f << j.dump(2) << "\n";
