@@ -82,7 +82,9 @@ void register_export(CLI::App& app) {
     }
     BuiltModel b = build_model(o->m, /*foreign_ok=*/true);
     bool quantized = false;
-    for (const Node& n : b.graph.nodes) quantized |= n.op == "QConv" || n.op == "QGemm" || n.op == "QAdd";
+    for (const Node& n : b.graph.nodes)
+      quantized |= n.op == "QConv" || n.op == "QGemm" || n.op == "QAdd" ||
+                   (n.op == "BinaryConv" && b.graph.value(n.inputs[0]).dtype == DType::u8);
     if (quantized) export_onnx_qdq(b.graph, o->out);
     else export_onnx(b.graph, o->out);
     std::string what = "fp32";
@@ -90,7 +92,7 @@ void register_export(CLI::App& app) {
       what = b.precision + ", QDQ";
       bool w4 = false, a4 = false;
       for (const Value& v : b.graph.values)
-        if (v.quant && bit_width(code_dtype(v)) < 8) (v.constant ? w4 : a4) = true;
+        if (v.quant && bit_width(code_dtype(v)) < 8 && code_dtype(v) != DType::b1) (v.constant ? w4 : a4) = true;
       if (w4) what += ", INT4 weights (opset 21)";
       if (a4) what += ", activations below 8 bits as QuantizeLinear + Clip (QCDQ)";
     }

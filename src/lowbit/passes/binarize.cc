@@ -1,6 +1,6 @@
-// Binary convolutions of imported models: Sign(x) or QONNX BipolarQuant(x, s) feeding a Conv whose
-// weights are +-alpha per output channel become one BinaryConv (ir/ops_quant.cc) that reads x
-// itself and takes its sign while packing bits. Runs after BatchNormalization folding: a BN after
+// Binary convolutions of imported models: Sign(x), QONNX BipolarQuant(x, s) or Where(x < 0, -1, 1)
+// feeding a Conv whose weights are +-alpha per output channel become one BinaryConv
+// (ir/ops_quant.cc) that reads x itself and takes its sign while packing bits. Runs after BatchNormalization folding: a BN after
 // the conv scales each channel's +-alpha to another +-alpha' (its sign, if negative, moves into
 // the codes), so the folded weights still qualify. Weights given as Sign(W) or BipolarQuant(W, s)
 // of a constant were folded to +-1 / +-s constants before this pass.
@@ -23,6 +23,23 @@ float bipolar_scalar_scale(const Graph& g, const Node& n) {
   if (!s || s->dtype() != DType::f32 || s->numel() != 1) return 0.0f;
   const float v = s->data<float>()[0];
   return std::isfinite(v) && v > 0.0f ? v : 0.0f;
+}
+
+bool is_scalar(const Graph& g, ValueId v, float want) {
+  const Tensor* t = v == kNoValue ? nullptr : g.constant(v);
+  return t && t->dtype() == DType::f32 && t->numel() == 1 && t->data<float>()[0] == want;
+}
+
+// Where(Less(x, 0), -1, +1): the sign with 0 -> +1 in standard ops, as lowbit's QDQ export writes
+// BinaryConv (and as hand-written exports spell Larq's sign). Returns x, or kNoValue.
+ValueId where_sign_input(const Graph& g, const std::vector<NodeId>& producer, const Node& n) {
+  if (n.op != "Where" || n.inputs.size() != 3 || !is_scalar(g, n.inputs[1], -1.0f) || !is_scalar(g, n.inputs[2], 1.0f))
+    return kNoValue;
+  const NodeId p = producer[static_cast<size_t>(n.inputs[0])];
+  if (p < 0) return kNoValue;
+  const Node& lt = g.nodes[static_cast<size_t>(p)];
+  if (lt.op != "Less" || lt.inputs.size() != 2 || !is_scalar(g, lt.inputs[1], 0.0f)) return kNoValue;
+  return lt.inputs[0];
 }
 
 // alpha[m] = |W[m, ...]| when every weight of channel m has that one nonzero magnitude (to float
@@ -52,8 +69,11 @@ int binarize_convs(Graph& g) {
     if (p < 0) continue;
     const Node& act = g.nodes[static_cast<size_t>(p)];
     float act_scale = 1.0f;
+    ValueId x = act.inputs.empty() ? kNoValue : act.inputs[0];
     if (act.op == "BipolarQuant") act_scale = bipolar_scalar_scale(g, act);
+    else if (act.op == "Where") x = where_sign_input(g, producer, act);
     else if (act.op != "Sign") continue;
+    if (x == kNoValue || g.value(x).dtype != DType::f32) continue;
     const Tensor* w = g.constant(n.inputs[1]);
     if (!act_scale || !w || w->dtype() != DType::f32 || w->shape().size() != 4) continue;
     const std::vector<float> alpha = binary_magnitudes(*w);
@@ -70,7 +90,7 @@ int binarize_convs(Graph& g) {
     const ValueId wid = g.add_constant(g.unique_name(g.value(n.inputs[1]).name + ".b1"), std::move(codes));
     g.value(wid).quant = std::move(q);
     n.op = "BinaryConv";
-    n.inputs[0] = act.inputs[0];
+    n.inputs[0] = x;
     n.inputs[1] = wid;
     n.attrs.set("pad_value", int64_t{0});  // the Conv pads the sign's output with 0
     ++rewritten;

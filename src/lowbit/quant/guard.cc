@@ -65,7 +65,9 @@ std::vector<SlowNode> find_slow_quantized_nodes(const CompiledModel& q) {
     const Node& n = g.nodes[static_cast<size_t>(s.node)];
     if (!is_quantized_node(g, n)) continue;
     const KernelCandidate& k = *s.choice.chosen;
-    if (k.features.empty()) {
+    // The portable binary rows are real kernels (XOR-popcount in portable C++; they beat the
+    // reference everywhere and fp32 on targets without SIMD fp32 kernels), not a fallback.
+    if (k.features.empty() && !k.subbyte) {
       std::string why;
       for (const Rejection& r : s.choice.rejected) why += (why.empty() ? "" : "; ") + r.candidate->name + ": " + r.reason;
       slow.push_back({n.name, n.op, k.name, why.empty() ? "no SIMD int8 kernel exists for " + n.op : why});

@@ -14,6 +14,7 @@
 #include "lowbit/dispatch/registry.h"
 #include "lowbit/frontend/onnx/onnx_export.h"
 #include "lowbit/ir/codes.h"
+#include "lowbit/ir/op_params.h"
 #include "lowbit/ir/op_schema.h"
 
 namespace lowbit {
@@ -42,7 +43,8 @@ class QdqExporter {
     // DequantizeLinear has INT4 but no INT2), which needs opset 21; the other ops used here mean
     // the same at 13 and 21.
     bool int4 = false;
-    for (const Value& v : g_.values) int4 |= v.constant && v.quant && bit_width(code_dtype(v)) < 8;
+    for (const Value& v : g_.values)  // b1 weights of BinaryConv are written as +-alpha floats
+      int4 |= v.constant && v.quant && bit_width(code_dtype(v)) < 8 && code_dtype(v) != DType::b1;
     opset->set_version(int4 ? kExportOnnxOpsetInt4 : kExportOnnxOpset);
     if (int4) model.set_ir_version(10);  // IR 10 introduced the 4-bit types
     gp_ = model.mutable_graph();
@@ -81,6 +83,7 @@ class QdqExporter {
         case DType::u8: t.data<uint8_t>()[i] = static_cast<uint8_t>(v[i]); break;
         case DType::i8: t.data<int8_t>()[i] = static_cast<int8_t>(v[i]); break;
         case DType::i32: t.data<int32_t>()[i] = static_cast<int32_t>(v[i]); break;
+        case DType::i64: t.data<int64_t>()[i] = static_cast<int64_t>(v[i]); break;
         case DType::i4: store_code(t.raw(), DType::i4, static_cast<int64_t>(i), static_cast<int32_t>(v[i])); break;
         default: throw Error("internal: vec_init dtype");
       }
@@ -258,6 +261,7 @@ class QdqExporter {
 
   void emit(const Node& n) {
     if (n.op == "QConv") return emit_qconv(n);
+    if (n.op == "BinaryConv") return emit_binary_conv(n);
     if (n.op == "QGemm") return emit_qgemm(n);
     if (n.op == "QAdd") return emit_qadd(n);
     const bool u8_in = !n.inputs.empty() && n.inputs[0] != kNoValue && g_.value(n.inputs[0]).dtype == DType::u8;
@@ -334,6 +338,66 @@ class QdqExporter {
       c = sum;
     }
     q(activation(n, c, &qy), qy, name(n.outputs[0]), n.name + "_quantize");
+  }
+
+  // BinaryConv in standard ops: the sign as lowbit takes it, Where(x < 0, -1, +1) (ONNX's Sign
+  // maps 0 to 0, and u8 codes equal to the zero point are real 0, which would then count as 0),
+  // a Pad for one-padding, the b1 weights as +-alpha floats, the conv in f32, then residual, clamp
+  // and QuantizeLinear as for QConv. Every product is +-alpha, so ONNX Runtime's fp32 conv gives
+  // the integer result to float rounding.
+  void emit_binary_conv(const Node& n) {
+    const Value &xv = g_.value(n.inputs[0]), &yv = g_.value(n.outputs[0]);
+    if (xv.dtype == DType::b1 || yv.dtype == DType::b1)
+      throw Error("node " + n.label() + ": packed signs (b1 activations between binary layers) have no ONNX "
+                  "form; export the model before compiling it (export-onnx of the source .onnx or zoo model)");
+    const Conv2dParams p = conv2d_params(g_, n);
+    const std::string x = dq(n.inputs[0], n);
+    const std::string lt = fresh(n.name + "_negative"), sg = fresh(n.name + "_sign");
+    node("Less", n.name + "_less", {x, vec_init(n.name + "_zero", DType::f32, std::vector<float>{0.0f}, true)}, {lt});
+    node("Where", n.name + "_where",
+         {lt, vec_init(n.name + "_minus_one", DType::f32, std::vector<float>{-1.0f}, true),
+          vec_init(n.name + "_plus_one", DType::f32, std::vector<float>{1.0f}, true)},
+         {sg});
+    std::string src = sg;
+    const int64_t pad_value = n.attrs.get_int("pad_value", 0);
+    if (pad_value != 0) {
+      const std::string padded = fresh(n.name + "_padded");
+      node("Pad", n.name + "_pad",
+           {sg, vec_init(n.name + "_pads", DType::i64,
+                         std::vector<int64_t>{0, 0, p.pad_top, p.pad_left, 0, 0, p.pad_bottom, p.pad_right}, false),
+            vec_init(n.name + "_pad_value", DType::f32, std::vector<float>{static_cast<float>(pad_value)}, true)},
+           {padded});
+      src = padded;
+    }
+    const Value& wv = g_.value(n.inputs[1]);
+    const QuantParams& qw = quant(g_, n, n.inputs[1]);
+    Tensor w(DType::f32, wv.shape);
+    const int64_t per = w.numel() / p.M;
+    for (int64_t i = 0; i < w.numel(); ++i)
+      w.data<float>()[i] = qw.scale[qw.scale.size() == 1 ? 0 : static_cast<size_t>(i / per)] *
+                           static_cast<float>(load_code(wv.constant->raw(), DType::b1, i));
+    std::vector<std::string> in{src, initializer(wv.name + "_f32", w)};
+    if (ValueId b = Graph::input_or_none(n, 2); b != kNoValue) in.push_back(name(b));
+    std::string c = fresh(n.name + "_conv");
+    auto* cp = node("Conv", n.name, in, {c});
+    for (const char* k : {"kernel_shape", "strides", "dilations", "group"})
+      if (n.attrs.has(k)) copy_attr(cp, n, k, n.attrs.all().at(k));
+    const int64_t pads[] = {p.pad_top, p.pad_left, p.pad_bottom, p.pad_right};
+    auto* pa = cp->add_attribute();
+    pa->set_name("pads");
+    pa->set_type(onnx::AttributeProto::INTS);
+    for (int64_t v : pads) pa->add_ints(pad_value != 0 ? 0 : v);
+    if (ValueId r = Graph::input_or_none(n, 3); r != kNoValue) {
+      std::string sum = fresh(n.name + "_sum");
+      node("Add", n.name + "_add", {c, dq(r, n)}, {sum});
+      c = sum;
+    }
+    if (yv.dtype == DType::u8) {
+      const QuantParams& qy = quant(g_, n, n.outputs[0]);
+      q(activation(n, c, &qy), qy, name(n.outputs[0]), n.name + "_quantize");
+    } else {
+      node("Identity", n.name + "_out", {activation(n, c, nullptr)}, {name(n.outputs[0])});
+    }
   }
 
   void emit_qgemm(const Node& n) {
