@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <tuple>
 
 #include "lowbit/artifact/artifact.h"
 #include "lowbit/dispatch/registry.h"
@@ -344,7 +345,7 @@ TEST(BinaryConvKernels, ReferenceByHand) {
 // Sign -> Conv(+-alpha) -> BN -> Add(shortcut), the weights in one of the exported forms.
 enum class WeightForm { constant_pm_alpha, sign_of_latent, bipolar_quant };
 
-Graph binary_net(WeightForm form, bool bipolar_act, uint32_t seed) {
+Graph binary_net(WeightForm form, bool bipolar_act, uint32_t seed, bool where_act = false) {
   Graph g;
   g.name = "binary_net";
   std::mt19937 rng(seed);
@@ -377,7 +378,10 @@ Graph binary_net(WeightForm form, bool bipolar_act, uint32_t seed) {
   int64_t C = 48;
   for (int blk = 0; blk < 3; ++blk) {
     const int64_t M = blk == 2 ? 40 : 48, stride = blk == 1 ? 2 : 1;
-    ValueId s = bipolar_act ? node("BipolarQuant", {h, scalar(0.5f)}) : node("Sign", {h});
+    // Where(x < 0, -1, 1) is the form lowbit's QDQ export writes (sign with 0 -> +1).
+    ValueId s = bipolar_act ? node("BipolarQuant", {h, scalar(0.5f)})
+                : where_act ? node("Where", {node("Less", {h, scalar(0.0f)}), scalar(-1.0f), scalar(1.0f)})
+                            : node("Sign", {h});
     Tensor latent = tensor({M, C, 3, 3}, 1.0f);
     ValueId w;
     if (form == WeightForm::constant_pm_alpha) {
@@ -439,13 +443,17 @@ double max_rel_diff(const Tensor& a, const Tensor& b) {
 // computes what the unoptimized graph computes with ONNX semantics (Sign and fp32 Conv, reference
 // kernels), to float rounding: the inputs have no exact zeros, so Sign(0) never differs.
 TEST(Binarize, ExportedFormsBecomeBinaryConvAndKeepOnnxSemantics) {
-  for (auto [form, bipolar] : {std::pair{WeightForm::constant_pm_alpha, false}, {WeightForm::sign_of_latent, false},
-                               {WeightForm::bipolar_quant, true}, {WeightForm::sign_of_latent, true}}) {
+  for (auto [form, bipolar, where] :
+       {std::tuple{WeightForm::constant_pm_alpha, false, false}, {WeightForm::sign_of_latent, false, false},
+        {WeightForm::bipolar_quant, true, false}, {WeightForm::sign_of_latent, true, false},
+        {WeightForm::constant_pm_alpha, false, true}}) {
     CompileOptions o;
     o.threads = 2;
-    auto fast = CompiledModel::compile(binary_net(form, bipolar, 5), o);
-    EXPECT_EQ(count_op(fast->graph(), "BinaryConv"), 3) << int(form) << bipolar;
-    EXPECT_EQ(count_op(fast->graph(), "Sign") + count_op(fast->graph(), "BipolarQuant"), 0);
+    auto fast = CompiledModel::compile(binary_net(form, bipolar, 5, where), o);
+    EXPECT_EQ(count_op(fast->graph(), "BinaryConv"), 3) << int(form) << bipolar << where;
+    EXPECT_EQ(count_op(fast->graph(), "Sign") + count_op(fast->graph(), "BipolarQuant") +
+                  count_op(fast->graph(), "Where"),
+              0);
     // Every Add fused into a conv's epilogue (the BinaryConv's, or the later 1x1 shortcut conv's).
     EXPECT_EQ(count_op(fast->graph(), "Add"), 0);
     for (const Step& s : fast->steps())
@@ -454,11 +462,11 @@ TEST(Binarize, ExportedFormsBecomeBinaryConvAndKeepOnnxSemantics) {
       }
     CompileOptions plain = o;
     plain.optimize = false;
-    auto onnx = CompiledModel::compile(binary_net(form, bipolar, 5), plain);
+    auto onnx = CompiledModel::compile(binary_net(form, bipolar, 5, where), plain);
     EXPECT_EQ(count_op(onnx->graph(), "BinaryConv"), 0);
     const std::vector<Tensor> x = synthetic_inputs(fast->graph(), 3);
     const Tensor a = fast->run(x)[0], b = onnx->run(x)[0];
-    EXPECT_LT(max_rel_diff(a, b), 1e-4) << int(form) << bipolar;
+    EXPECT_LT(max_rel_diff(a, b), 1e-4) << int(form) << bipolar << where;
   }
 }
 
@@ -595,7 +603,9 @@ int rows_starting(const CompiledModel& m, const std::string& prefix) {
 TEST(Resnet18Binary, SixteenBinaryConvsInFp32AndInt8AndFromAnArtifact) {
   CompileOptions o;
   o.threads = 2;
-  auto fp32 = CompiledModel::compile(build_zoo_model("resnet18-binary"), o);
+  // Built once (11M seeded weights take a while under qemu and the sanitizers).
+  const Graph src = build_zoo_model("resnet18-binary");
+  auto fp32 = CompiledModel::compile(src, o);
   EXPECT_EQ(count_op(fp32->graph(), "BinaryConv"), 16);
   EXPECT_EQ(rows_starting(*fp32, "f32-qb1w-"), 16);
   const std::vector<Tensor> x = synthetic_inputs(fp32->graph(), 11);
@@ -603,7 +613,7 @@ TEST(Resnet18Binary, SixteenBinaryConvsInFp32AndInt8AndFromAnArtifact) {
   // ONNX semantics (no pass: Sign and fp32 convs on the reference kernels) agree to float rounding.
   CompileOptions plain = o;
   plain.optimize = false;
-  const Tensor yonnx = CompiledModel::compile(build_zoo_model("resnet18-binary"), plain)->run(x)[0];
+  const Tensor yonnx = CompiledModel::compile(src, plain)->run(x)[0];
   EXPECT_GT(cosine(y32, yonnx), 0.9999);
 
   QuantizeOptions q;
@@ -615,11 +625,12 @@ TEST(Resnet18Binary, SixteenBinaryConvsInFp32AndInt8AndFromAnArtifact) {
   const Tensor y8 = b.model->run(x)[0];
   EXPECT_GT(cosine(y8, y32), 0.98);
 
-  // Weights: b1 in the artifact, >= 15x smaller than fp32 ResNet-18's.
+  // Weights: b1 in the artifact, >= 15x smaller than the same network in fp32 (ResNet-18's
+  // parameter count: the same convs, Bi-Real adds no weights).
   int64_t bytes = 0, fp32_bytes = 0;
   for (const Value& v : b.model->graph().values)
     if (v.constant) bytes += v.constant->nbytes();
-  for (const Value& v : build_zoo_model("resnet18").values)
+  for (const Value& v : src.values)
     if (v.constant) fp32_bytes += v.constant->nbytes();
   EXPECT_GT(double(fp32_bytes) / double(bytes), 15.0) << bytes << " vs " << fp32_bytes;
 

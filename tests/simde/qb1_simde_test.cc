@@ -45,13 +45,13 @@ TEST(Qb1ConvSimde, Avx512PackingAndEpiloguesMatchThePortableSet) {
       }
       for (uint8_t zp : {uint8_t{0}, uint8_t{1}, uint8_t{127}, uint8_t{128}, uint8_t{200}, uint8_t{255}}) {
         std::vector<uint64_t> a(static_cast<size_t>(hw * cw), 1), b(a.size(), 2);
-        k.pack_sign_u8(xu.data(), C, hw, cw, 0, cw, zp, a.data());
-        p.pack_sign_u8(xu.data(), C, hw, cw, 0, cw, zp, b.data());
+        k.pack_sign_u8(xu.data(), C, hw, cw, 0, hw, zp, a.data());
+        p.pack_sign_u8(xu.data(), C, hw, cw, 0, hw, zp, b.data());
         ASSERT_EQ(a, b) << "pack_sign_u8 C " << C << " hw " << hw << " zp " << int(zp);
       }
       std::vector<uint64_t> a(static_cast<size_t>(hw * cw), 1), b(a.size(), 2);
-      k.pack_sign_f32(xf.data(), C, hw, cw, 0, cw, a.data());
-      p.pack_sign_f32(xf.data(), C, hw, cw, 0, cw, b.data());
+      k.pack_sign_f32(xf.data(), C, hw, cw, 0, hw, a.data());
+      p.pack_sign_f32(xf.data(), C, hw, cw, 0, hw, b.data());
       ASSERT_EQ(a, b) << "pack_sign_f32 C " << C << " hw " << hw;
     }
   std::vector<int32_t> acc(301);

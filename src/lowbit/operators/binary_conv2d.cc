@@ -101,7 +101,9 @@ class BinaryConv2d final : public Kernel {
     const int threads = static_cast<int>(std::min<int64_t>(pool.size(), panels));
     for (int64_t b = 0; b < p_.N; ++b) {
       pool.parallel_for(threads, [&](int64_t t, int) {
-        const int64_t w0 = (CW * t) / threads, w1 = (CW * (t + 1)) / threads;
+        // Pixels split over threads (a 64-channel input has one word per pixel: splitting words
+        // left one thread packing alone).
+        const int64_t w0 = (HW * t) / threads, w1 = (HW * (t + 1)) / threads;
         // u1 inputs are u1 codes by validation (their producer's clamp); anything else would count as 1.
         if (in_ == Input::packed) return;
         if (in_ == Input::u1) ks_.pack_u1(in[0].as<uint8_t>() + b * p_.C * HW, p_.C, HW, CW, w0, w1, xbits_.data());

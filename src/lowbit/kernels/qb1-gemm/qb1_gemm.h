@@ -40,8 +40,8 @@ using Qb1GemmUkernel = void (*)(size_t kw, const uint64_t* a, const uint64_t* b,
 // The operator's two loops around the GEMM (operators/binary_conv2d.cc), compiled per ISA like
 // the tiles: from baseline x86-64 code, std::fmaf and nearbyintf are libm calls (software fma)
 // and the epilogue alone took 2 ms of a 0.5 ms layer.
-//   pack_u1: channel-packs u1 codes {0, 1} (NCHW u8, planes of hw) into [hw][cw] words, words
-//            [w_begin, w_end) of each pixel: bit 1 (the value -1) where the code is 0.
+//   pack_u1: channel-packs u1 codes {0, 1} (NCHW u8, planes of hw) into [hw][cw] words, every
+//            word of pixels [p_begin, p_end): bit 1 (the value -1) where the code is 0.
 //   requant: one output channel's n accumulators D of the XOR kernel to u8:
 //            dot = (D + w_sum) / 2 - zp_x * w_sum, then the int8 contract's requantization.
 //            For sign-binarised inputs (BinaryConv) w_sum = zp_x = 0 and shift = 0: dot = D.
@@ -58,12 +58,12 @@ struct Qb1Requant {
   float qmin = 0.0f, qmax = 255.0f;  // clamp relative to zp_y
   int32_t zp_y = 0;
 };
-using Qb1PackU1 = void (*)(const uint8_t* x, int64_t C, int64_t hw, int64_t cw, int64_t w_begin, int64_t w_end,
+using Qb1PackU1 = void (*)(const uint8_t* x, int64_t C, int64_t hw, int64_t cw, int64_t p_begin, int64_t p_end,
                            uint64_t* bits);
 using Qb1RequantRow = void (*)(const int32_t* acc, size_t n, const Qb1Requant& e, uint8_t* y);
-using Qb1PackSignU8 = void (*)(const uint8_t* x, int64_t C, int64_t hw, int64_t cw, int64_t w_begin, int64_t w_end,
+using Qb1PackSignU8 = void (*)(const uint8_t* x, int64_t C, int64_t hw, int64_t cw, int64_t p_begin, int64_t p_end,
                                uint8_t zp, uint64_t* bits);
-using Qb1PackSignF32 = void (*)(const float* x, int64_t C, int64_t hw, int64_t cw, int64_t w_begin, int64_t w_end,
+using Qb1PackSignF32 = void (*)(const float* x, int64_t C, int64_t hw, int64_t cw, int64_t p_begin, int64_t p_end,
                                 uint64_t* bits);
 struct Qb1EpilogueF32 {
   float alpha = 1.0f, bias = 0.0f;

@@ -122,23 +122,24 @@ void gemm_tile(size_t kw, const uint64_t* __restrict a, const uint64_t* __restri
 // j: an 8 x 8 bit transpose in 8 shifts and ORs (the per-bit loop it replaced cost 0.2 ms on
 // ResNet-18's 64 x 56 x 56 inputs, half of the conv itself). neg1(v) is the same for one pixel.
 // Channels past C are never read and stay 0.
+// Pixels [p_begin, p_end) only (threads split pixels: a 64-channel input has one word per pixel).
 template <class T, class Neg8, class Neg1>
-inline void pack_bits(const T* __restrict x, int64_t C, int64_t hw, int64_t cw, int64_t w_begin, int64_t w_end,
+inline void pack_bits(const T* __restrict x, int64_t C, int64_t hw, int64_t cw, int64_t p_begin, int64_t p_end,
                       uint64_t* __restrict bits, Neg8 neg8, Neg1 neg1) {
   uint8_t* out = reinterpret_cast<uint8_t*>(bits);  // byte g of pixel i's word w: channels 64w + 8g ..
-  for (int64_t w = w_begin; w < w_end; ++w)
+  for (int64_t w = 0; w < cw; ++w)
     for (int64_t g = 0; g < 8; ++g) {
       const int64_t c0 = w * 64 + g * 8;
       const int64_t nc = C - c0 < 8 ? (C - c0 > 0 ? C - c0 : 0) : 8;
       const size_t at = static_cast<size_t>(w * 8 + g);
-      int64_t i = 0;
-      for (; i + 8 <= hw; i += 8) {
+      int64_t i = p_begin;
+      for (; i + 8 <= p_end; i += 8) {
         uint64_t t = 0;
         for (int64_t c = 0; c < nc; ++c) t |= neg8(x + (c0 + c) * hw + i) << c;
         for (int j = 0; j < 8; ++j)
           out[static_cast<size_t>(i + j) * static_cast<size_t>(cw) * 8 + at] = static_cast<uint8_t>(t >> (8 * j));
       }
-      for (; i < hw; ++i) {
+      for (; i < p_end; ++i) {
         uint8_t t = 0;
         for (int64_t c = 0; c < nc; ++c) t |= static_cast<uint8_t>(neg1(x[(c0 + c) * hw + i]) << c);
         out[static_cast<size_t>(i) * static_cast<size_t>(cw) * 8 + at] = t;
@@ -150,10 +151,10 @@ constexpr uint64_t kLowBytes = 0x0101010101010101ull, kHighBytes = 0x80808080808
 
 // u1 codes {0, 1}: -1 where the code is 0. Codes other than 0 / 1 cannot occur (validation);
 // their low bit would count.
-inline void pack_u1(const uint8_t* __restrict x, int64_t C, int64_t hw, int64_t cw, int64_t w_begin, int64_t w_end,
+inline void pack_u1(const uint8_t* __restrict x, int64_t C, int64_t hw, int64_t cw, int64_t p_begin, int64_t p_end,
                     uint64_t* __restrict bits) {
   pack_bits(
-      x, C, hw, cw, w_begin, w_end, bits,
+      x, C, hw, cw, p_begin, p_end, bits,
       [](const uint8_t* p) {
         uint64_t v;
         __builtin_memcpy(&v, p, 8);
@@ -166,11 +167,11 @@ inline void pack_u1(const uint8_t* __restrict x, int64_t C, int64_t hw, int64_t 
 // x < z without crossing bytes: (x | 0x80) - (z & 0x7f) keeps each byte's borrow inside it, its
 // high bit saying x_lo >= z_lo; x < z when z's high bit is set and x's not, or the high bits agree
 // and x_lo < z_lo.
-inline void pack_sign_u8(const uint8_t* __restrict x, int64_t C, int64_t hw, int64_t cw, int64_t w_begin,
-                         int64_t w_end, uint8_t zp, uint64_t* __restrict bits) {
+inline void pack_sign_u8(const uint8_t* __restrict x, int64_t C, int64_t hw, int64_t cw, int64_t p_begin,
+                         int64_t p_end, uint8_t zp, uint64_t* __restrict bits) {
   const uint64_t z = kLowBytes * zp;
   pack_bits(
-      x, C, hw, cw, w_begin, w_end, bits,
+      x, C, hw, cw, p_begin, p_end, bits,
       [z](const uint8_t* p) {
         uint64_t v;
         __builtin_memcpy(&v, p, 8);
@@ -181,10 +182,10 @@ inline void pack_sign_u8(const uint8_t* __restrict x, int64_t C, int64_t hw, int
 }
 
 // f32: -1 where x < 0 (-0 and NaN are +1, as the reference's sign).
-inline void pack_sign_f32(const float* __restrict x, int64_t C, int64_t hw, int64_t cw, int64_t w_begin,
-                          int64_t w_end, uint64_t* __restrict bits) {
+inline void pack_sign_f32(const float* __restrict x, int64_t C, int64_t hw, int64_t cw, int64_t p_begin,
+                          int64_t p_end, uint64_t* __restrict bits) {
   pack_bits(
-      x, C, hw, cw, w_begin, w_end, bits,
+      x, C, hw, cw, p_begin, p_end, bits,
       [](const float* p) {
         uint64_t r = 0;
         for (int j = 0; j < 8; ++j) r |= static_cast<uint64_t>(p[j] < 0.0f) << (8 * j);
