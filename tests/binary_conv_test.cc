@@ -345,35 +345,57 @@ TEST(BinaryConvKernels, ReferenceByHand) {
 // Sign -> Conv(+-alpha) -> BN -> Add(shortcut), the weights in one of the exported forms.
 enum class WeightForm { constant_pm_alpha, sign_of_latent, bipolar_quant };
 
-Graph binary_net(WeightForm form, bool bipolar_act, uint32_t seed, bool where_act = false) {
+// Small seeded graphs of ONNX-style nodes for the pass tests.
+struct NetBuilder {
   Graph g;
-  g.name = "binary_net";
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  auto tensor = [&](Shape s, float scale, float offset = 0.0f) {
+  std::mt19937 rng;
+  std::normal_distribution<float> nd{0.0f, 1.0f};
+  NetBuilder(const std::string& name, uint32_t seed) : rng(seed) { g.name = name; }
+  Tensor tensor(Shape s, float scale, float offset = 0.0f) {
     Tensor t(DType::f32, std::move(s));
     for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = offset + scale * nd(rng);
     return t;
-  };
-  auto scalar = [&](float v) {
+  }
+  ValueId scalar(float v) {
     Tensor t(DType::f32, {});
     t.data<float>()[0] = v;
     return g.add_constant(g.unique_name("s"), t);
-  };
-  auto node = [&](const std::string& op, std::vector<ValueId> in, Attributes a = {}) {
+  }
+  ValueId node(const std::string& op, std::vector<ValueId> in, Attributes a = {}) {
     ValueId y = g.add_value(g.unique_name(op + "_out"));
     g.add_node(op, g.unique_name(op), std::move(in), {y}, std::move(a));
     return y;
-  };
-  auto conv_attrs = [](int64_t k, int64_t s, int64_t p) {
+  }
+  static Attributes window(int64_t k, int64_t s, int64_t p) {
     Attributes a;
     a.set("kernel_shape", std::vector<int64_t>{k, k});
     a.set("strides", std::vector<int64_t>{s, s});
     a.set("pads", std::vector<int64_t>{p, p, p, p});
     return a;
+  }
+  ValueId input(Shape shape) {
+    ValueId x = g.add_value("input", DType::f32, std::move(shape), true);
+    g.inputs.push_back(x);
+    return x;
+  }
+  Graph finish(ValueId out, Shape shape) {
+    g.value(out).shape = std::move(shape);
+    g.value(out).shape_known = true;
+    g.outputs.push_back(out);
+    return std::move(g);
+  }
+};
+
+Graph binary_net(WeightForm form, bool bipolar_act, uint32_t seed, bool where_act = false) {
+  NetBuilder b("binary_net", seed);
+  Graph& g = b.g;
+  auto tensor = [&](Shape sh, float scale, float offset = 0.0f) { return b.tensor(std::move(sh), scale, offset); };
+  auto scalar = [&](float v) { return b.scalar(v); };
+  auto node = [&](const std::string& op, std::vector<ValueId> in, Attributes a = {}) {
+    return b.node(op, std::move(in), std::move(a));
   };
-  ValueId x = g.add_value("input", DType::f32, {1, 3, 20, 18}, true);
-  g.inputs.push_back(x);
+  auto conv_attrs = NetBuilder::window;
+  ValueId x = b.input({1, 3, 20, 18});
   ValueId h = node("Conv", {x, g.add_constant("stem.w", tensor({48, 3, 3, 3}, 0.3f))}, conv_attrs(3, 1, 1));
   int64_t C = 48;
   for (int blk = 0; blk < 3; ++blk) {
@@ -418,11 +440,7 @@ Graph binary_net(WeightForm form, bool bipolar_act, uint32_t seed, bool where_ac
     h = node("Add", {y, sc});
     C = M;
   }
-  ValueId out = node("GlobalAveragePool", {h});
-  g.value(out).shape = {1, C, 1, 1};
-  g.value(out).shape_known = true;
-  g.outputs.push_back(out);
-  return g;
+  return b.finish(node("GlobalAveragePool", {h}), {1, C, 1, 1});
 }
 
 int count_op(const Graph& g, const std::string& op) {
@@ -491,27 +509,13 @@ TEST(Binarize, NonBinaryWeightsAndGroupedConvsStayConv) {
 // An XNOR-Net-style chain, where a binary conv's output is read only through signs: stem, then
 // Sign -> Conv -> BN -> MaxPool -> Sign -> Conv -> BN -> Sign -> Conv -> BN -> Relu -> pool.
 Graph xnor_net(uint32_t seed) {
-  Graph g;
-  g.name = "xnor_net";
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  auto tensor = [&](Shape sh, float scale, float offset = 0.0f) {
-    Tensor t(DType::f32, std::move(sh));
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = offset + scale * nd(rng);
-    return t;
-  };
+  NetBuilder nb("xnor_net", seed);
+  Graph& g = nb.g;
+  auto tensor = [&](Shape sh, float scale, float offset = 0.0f) { return nb.tensor(std::move(sh), scale, offset); };
   auto node = [&](const std::string& op, std::vector<ValueId> in, Attributes a = {}) {
-    ValueId y = g.add_value(g.unique_name(op + "_out"));
-    g.add_node(op, g.unique_name(op), std::move(in), {y}, std::move(a));
-    return y;
+    return nb.node(op, std::move(in), std::move(a));
   };
-  auto window = [](int64_t k, int64_t s, int64_t p) {
-    Attributes a;
-    a.set("kernel_shape", std::vector<int64_t>{k, k});
-    a.set("strides", std::vector<int64_t>{s, s});
-    a.set("pads", std::vector<int64_t>{p, p, p, p});
-    return a;
-  };
+  auto window = NetBuilder::window;
   auto bn = [&](ValueId x, int64_t M) {
     Attributes a;
     a.set("epsilon", 1e-5f);
@@ -526,16 +530,11 @@ Graph xnor_net(uint32_t seed) {
     for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = w.data<float>()[i] < 0 ? -0.04f : 0.04f;
     return bn(node("Conv", {node("Sign", {x}), g.add_constant(g.unique_name("w"), w)}, window(3, 1, 1)), M);
   };
-  ValueId x = g.add_value("input", DType::f32, {1, 3, 16, 14}, true);
-  g.inputs.push_back(x);
+  ValueId x = nb.input({1, 3, 16, 14});
   ValueId h = bn(node("Conv", {x, g.add_constant("stem.w", tensor({64, 3, 3, 3}, 0.3f))}, window(3, 1, 1)), 64);
   h = node("MaxPool", {binary(h, 64, 64)}, window(2, 2, 0));
   h = binary(binary(h, 64, 128), 128, 128);
-  ValueId out = node("GlobalAveragePool", {node("Relu", {h})});
-  g.value(out).shape = {1, 128, 1, 1};
-  g.value(out).shape_known = true;
-  g.outputs.push_back(out);
-  return g;
+  return nb.finish(node("GlobalAveragePool", {node("Relu", {h})}), {1, 128, 1, 1});
 }
 
 std::string chosen(const CompiledModel& m, const std::string& op, int i) {

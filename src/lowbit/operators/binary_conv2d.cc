@@ -100,18 +100,20 @@ class BinaryConv2d final : public Kernel {
     const int64_t nr = ks_.nr, panels = (P_ + nr - 1) / nr;
     const int threads = static_cast<int>(std::min<int64_t>(pool.size(), panels));
     for (int64_t b = 0; b < p_.N; ++b) {
-      pool.parallel_for(threads, [&](int64_t t, int) {
-        // Pixels split over threads (a 64-channel input has one word per pixel: splitting words
-        // left one thread packing alone).
-        const int64_t w0 = (HW * t) / threads, w1 = (HW * (t + 1)) / threads;
-        // u1 inputs are u1 codes by validation (their producer's clamp); anything else would count as 1.
-        if (in_ == Input::packed) return;
-        if (in_ == Input::u1) ks_.pack_u1(in[0].as<uint8_t>() + b * p_.C * HW, p_.C, HW, CW, w0, w1, xbits_.data());
-        else if (in_ == Input::sign_u8)
-          ks_.pack_sign_u8(in[0].as<uint8_t>() + b * p_.C * HW, p_.C, HW, CW, w0, w1, static_cast<uint8_t>(zp_x_),
-                           xbits_.data());
-        else ks_.pack_sign_f32(in[0].as<float>() + b * p_.C * HW, p_.C, HW, CW, w0, w1, xbits_.data());
-      });
+      // Packed signs are read as they are; other inputs are packed first, pixels split over threads
+      // (a 64-channel input has one word per pixel: splitting words left one thread packing alone).
+      if (in_ != Input::packed)
+        pool.parallel_for(threads, [&](int64_t t, int) {
+          const int64_t p0 = (HW * t) / threads, p1 = (HW * (t + 1)) / threads;
+          // u1 inputs are u1 codes by validation (their producer's clamp); anything else counts as 1.
+          if (in_ == Input::u1)
+            ks_.pack_u1(in[0].as<uint8_t>() + b * p_.C * HW, p_.C, HW, CW, p0, p1, xbits_.data());
+          else if (in_ == Input::sign_u8)
+            ks_.pack_sign_u8(in[0].as<uint8_t>() + b * p_.C * HW, p_.C, HW, CW, p0, p1, static_cast<uint8_t>(zp_x_),
+                             xbits_.data());
+          else
+            ks_.pack_sign_f32(in[0].as<float>() + b * p_.C * HW, p_.C, HW, CW, p0, p1, xbits_.data());
+        });
       pool.parallel_for(threads, [&](int64_t t, int) {
         const int64_t p0 = panels * t / threads * nr, p1 = std::min(P_, panels * (t + 1) / threads * nr);
         // Chunks of pixels whose M x chunk accumulators (<= 64 KB) stay in cache until requantized.

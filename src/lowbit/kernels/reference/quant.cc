@@ -117,28 +117,17 @@ std::vector<int32_t> conv_acc(const ConvGeom& p, XF xv, WF wv) {
 
 // ---- QConv ----
 
-void qconv(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
-  if (in[0].dtype != DType::u8 || !is_weight_storage(in[1].dtype) || out[0].dtype != DType::u8)
-    fail(n, "QConv reference expects u8 input, i8 / i4 / i2 / b1 weights and u8 output");
-  const Conv2dParams p = conv2d_params(g, n);
-  const QuantParams& qx = quant_of(g, n, n.inputs[0], "input");
-  const QuantParams& qw = quant_of(g, n, n.inputs[1], "weight");
+// The conv epilogue of the int8 contract: y = requant(fmaf(acc, s_x * s_w[m] / s_y, B[m] / s_y),
+// then + (r - zp_r) * s_r / s_y, clamped to act_min / act_max in the output's code range. QConv
+// passes its input's scale; BinaryConv passes 1 (its products are of signs).
+void requant_conv(const Graph& g, const Node& n, const Conv2dParams& p, const std::vector<int32_t>& acc, double s_x,
+                  const QuantParams& qw, const float* bias, const uint8_t* r, uint8_t* y) {
   const QuantParams& qy = quant_of(g, n, n.outputs[0], "output");
-  const uint8_t* x = in[0].as<uint8_t>();
-  const void* w = in[1].data;
-  const DType wt = in[1].dtype;
-  const float* bias = present(in, 2) ? in[2].as<float>() : nullptr;
-  const uint8_t* r = present(in, 3) ? in[3].as<uint8_t>() : nullptr;
-  uint8_t* y = out[0].as<uint8_t>();
-  const int32_t zp_x = qx.zero_point[0], zp_y = qy.zero_point[0];
+  const int32_t zp_y = qy.zero_point[0];
   const float s_y = qy.scale[0];
-
-  const std::vector<int32_t> acc =
-      conv_acc(geom_of(p), [&](int64_t i) { return int32_t{x[i]} - zp_x; }, [&](int64_t, int64_t i) { return load_code(w, wt, i); });
-
   std::vector<float> req_scale(static_cast<size_t>(p.M)), req_bias(static_cast<size_t>(p.M), 0.0f);
   for (int64_t m = 0; m < p.M; ++m) {
-    req_scale[size_t(m)] = static_cast<float>(double(qx.scale[0]) * scale_at(qw, m) / s_y);
+    req_scale[size_t(m)] = static_cast<float>(s_x * scale_at(qw, m) / s_y);
     if (bias) req_bias[size_t(m)] = static_cast<float>(double(bias[m]) / s_y);
   }
   float res_scale = 0.0f;
@@ -156,6 +145,26 @@ void qconv(const Graph& g, const Node& n, std::span<const TensorView> in, std::s
     if (r) t = std::fmaf(static_cast<float>(int32_t{r[i]} - zp_r), res_scale, t);
     y[i] = requant(t, zp_y, c);
   }
+}
+
+void qconv(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
+  if (in[0].dtype != DType::u8 || !is_weight_storage(in[1].dtype) || out[0].dtype != DType::u8)
+    fail(n, "QConv reference expects u8 input, i8 / i4 / i2 / b1 weights and u8 output");
+  const Conv2dParams p = conv2d_params(g, n);
+  const QuantParams& qx = quant_of(g, n, n.inputs[0], "input");
+  const QuantParams& qw = quant_of(g, n, n.inputs[1], "weight");
+  const uint8_t* x = in[0].as<uint8_t>();
+  const void* w = in[1].data;
+  const DType wt = in[1].dtype;
+  const float* bias = present(in, 2) ? in[2].as<float>() : nullptr;
+  const uint8_t* r = present(in, 3) ? in[3].as<uint8_t>() : nullptr;
+  uint8_t* y = out[0].as<uint8_t>();
+  const int32_t zp_x = qx.zero_point[0];
+
+  const std::vector<int32_t> acc =
+      conv_acc(geom_of(p), [&](int64_t i) { return int32_t{x[i]} - zp_x; }, [&](int64_t, int64_t i) { return load_code(w, wt, i); });
+
+  requant_conv(g, n, p, acc, qx.scale[0], qw, bias, r, y);
 }
 
 // ---- QGemm: y[M, N] = A[M, K] x W[N, K]^T ----
@@ -446,27 +455,7 @@ void binary_conv(const Graph& g, const Node& n, std::span<const TensorView> in, 
     }
     return;
   }
-  const QuantParams& qy = quant_of(g, n, n.outputs[0], "output");
-  const int32_t zp_y = qy.zero_point[0];
-  const float s_y = qy.scale[0];
-  const uint8_t* r = present(in, 3) ? in[3].as<uint8_t>() : nullptr;
-  float res_scale = 0.0f;
-  int32_t zp_r = 0;
-  if (r) {
-    const QuantParams& qr = quant_of(g, n, n.inputs[3], "residual");
-    res_scale = static_cast<float>(double(qr.scale[0]) / s_y);
-    zp_r = qr.zero_point[0];
-  }
-  const QClamp c = qclamp(p.act_min, p.act_max, s_y, zp_y, code_range(g.value(n.outputs[0])));
-  uint8_t* y = out[0].as<uint8_t>();
-  for (int64_t i = 0; i < p.N * p.M * plane; ++i) {
-    const int64_t m = (i / plane) % p.M;
-    const float req_scale = static_cast<float>(1.0 * scale_at(qw, m) / s_y);
-    const float req_bias = bias ? static_cast<float>(double(bias[m]) / s_y) : 0.0f;
-    float t = std::fmaf(static_cast<float>(acc[size_t(i)]), req_scale, req_bias);
-    if (r) t = std::fmaf(static_cast<float>(int32_t{r[i]} - zp_r), res_scale, t);
-    y[i] = requant(t, zp_y, c);
-  }
+  requant_conv(g, n, p, acc, 1.0, qw, bias, present(in, 3) ? in[3].as<uint8_t>() : nullptr, out[0].as<uint8_t>());
 }
 
 // QONNX BipolarQuant: y = (x >= 0 ? 1 : -1) * scale (scale broadcast).
