@@ -31,23 +31,24 @@ struct Avx2Words {
     const __m256i hi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(x, 4), low4));
     return _mm256_add_epi8(acc, _mm256_add_epi8(lo, hi));
   }
-  // Split weights (Qb1GemmKernels::split_nibbles): the pixels' words are split into nibbles once
-  // per k, for all rows; each row's weight word arrives split. 6 operations per XOR-popcount of 4
-  // words instead of 8.
+  // Split words on both sides (Qb1GemmKernels::split_nibbles): the weights packed split, the
+  // pixel panel split once per panel by the driver for all M / MR tiles. 6 operations per
+  // XOR-popcount of 4 words (2 XORs with a memory operand, 2 vpshufb, 2 adds) instead of 8.
   static constexpr bool kSplitA = true;
-  struct B {
-    __m256i lo, hi;
-  };
-  static B prep_b(Vec x) {
-    const __m256i low4 = _mm256_set1_epi8(0x0f);
-    return {_mm256_and_si256(x, low4), _mm256_and_si256(_mm256_srli_epi16(x, 4), low4)};
-  }
-  static Acc count2(Acc acc, Vec a_lo, Vec a_hi, const B& b) {
+  static Acc count2(Acc acc, Vec a_lo, Vec a_hi, const uint64_t* b_lo, const uint64_t* b_hi) {
     const __m256i table = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,  //
                                            0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
-    const __m256i lo = _mm256_shuffle_epi8(table, _mm256_xor_si256(a_lo, b.lo));
-    const __m256i hi = _mm256_shuffle_epi8(table, _mm256_xor_si256(a_hi, b.hi));
-    return _mm256_add_epi8(acc, _mm256_add_epi8(lo, hi));
+    acc = _mm256_add_epi8(acc, _mm256_shuffle_epi8(table, _mm256_xor_si256(a_lo, load(b_lo))));
+    acc = _mm256_add_epi8(acc, _mm256_shuffle_epi8(table, _mm256_xor_si256(a_hi, load(b_hi))));
+    __asm__("" : "+x"(acc));  // row by row in registers (see qsub-gemm/avx2.cc: else spills)
+    return acc;
+  }
+  // c[0..4) = ktot - 2 * the 4 lanes' counts (vpsadbw sums each lane's 8 byte counters).
+  static void store_c(Acc acc, int32_t ktot, int32_t* c) {
+    const __m256i sums = _mm256_sad_epu8(acc, _mm256_setzero_si256());  // 4 x u64, each < 2^13
+    const __m256i v = _mm256_sub_epi32(_mm256_set1_epi32(ktot), _mm256_add_epi32(sums, sums));
+    const __m256i packed = _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(c), _mm256_castsi256_si128(packed));
   }
   static void flush(Acc acc, uint64_t* t, bool first) {
     __m256i* p = reinterpret_cast<__m256i*>(t);

@@ -81,6 +81,38 @@ Qb1PackedWeights pack_b1_weights(const Qb1ConvShape& s, const float* w, const Qb
         panel[i * 2 + 1] = (w >> 4) & 0x0f0f0f0f0f0f0f0full;
       }
   }
+  // Border classes (see Qb1PackedWeights): the outside kernel rows of each output row, as a bit
+  // set (KH <= 64 kernel rows counted; a class id per distinct set, the empty set first).
+  const auto classify = [](int64_t n_out, int64_t k, int64_t stride, int64_t pad, int64_t dil, int64_t n_in,
+                           std::vector<int32_t>& cls, std::vector<std::vector<bool>>& sets) {
+    sets.assign(1, std::vector<bool>(static_cast<size_t>(k), false));
+    cls.assign(static_cast<size_t>(n_out), 0);
+    for (int64_t o = 0; o < n_out; ++o) {
+      std::vector<bool> out(static_cast<size_t>(k));
+      for (int64_t t = 0; t < k; ++t) {
+        const int64_t i = o * stride - pad + t * dil;
+        out[static_cast<size_t>(t)] = i < 0 || i >= n_in;
+      }
+      const auto it = std::find(sets.begin(), sets.end(), out);
+      cls[static_cast<size_t>(o)] = static_cast<int32_t>(it - sets.begin());
+      if (it == sets.end()) sets.push_back(out);
+    }
+  };
+  std::vector<std::vector<bool>> rsets, csets;
+  classify(s.OH(), s.KH, s.SH, s.PT, s.DH, s.H, p.row_class, rsets);
+  classify(s.OW(), s.KW, s.SW, s.PL, s.DW, s.W, p.col_class, csets);
+  p.col_classes = static_cast<int32_t>(csets.size());
+  p.classes = static_cast<int32_t>(rsets.size() * csets.size());
+  p.border_corr.assign(static_cast<size_t>(s.M * p.classes), 0);
+  for (int64_t m = 0; m < s.M; ++m)
+    for (size_t rc = 0; rc < rsets.size(); ++rc)
+      for (size_t cc = 0; cc < csets.size(); ++cc) {
+        int32_t sum = 0;
+        for (int64_t t = 0; t < taps; ++t)
+          if (rsets[rc][static_cast<size_t>(t / s.KW)] || csets[cc][static_cast<size_t>(t % s.KW)])
+            sum += p.tap_sum[static_cast<size_t>(m * taps + t)];
+        p.border_corr[static_cast<size_t>(m * p.classes) + rc * csets.size() + cc] = sum;
+      }
   return p;
 }
 
@@ -105,16 +137,24 @@ void qb1_conv2d_block(const Qb1GemmKernels& k, const Qb1PackedWeights& w, const 
   const size_t nr = static_cast<size_t>(k.nr);
   // The -1 pad word: every channel bit set, the tail bits past C clear.
   // Per-thread scratch, kept across calls: this runs once per layer per inference and thread.
-  thread_local std::vector<uint64_t> minus, panel;
-  thread_local std::vector<std::pair<int32_t, int64_t>> padded;  // (panel column, tap) of zero-padded taps
+  thread_local std::vector<uint64_t> minus, panel, split;
+  thread_local std::vector<std::pair<int32_t, int32_t>> border;  // (panel column, border class) of zero-padded pixels
   minus.assign(static_cast<size_t>(CW), ~uint64_t{0});
   if (s.C % 64) minus.back() = (uint64_t{1} << (s.C % 64)) - 1;
   // The panel, 64-byte aligned for the vector loads (8 words of slack to align within).
   panel.resize(static_cast<size_t>(w.kw) * nr + 8);
   uint64_t* const bp = panel.data() + ((64 - reinterpret_cast<uintptr_t>(panel.data()) % 64) % 64) / 8;
+  // Split kernels read the panel as, per k, nr low-nibble words then nr high-nibble words: split
+  // here once per panel, for all M / MR tiles (in the tile, the split cost 6 of ~54 vector
+  // operations per k and took the registers that then spilled accumulators).
+  uint64_t* bs = bp;
+  if (k.split_nibbles) {
+    split.resize(static_cast<size_t>(w.kw) * nr * 2 + 8);
+    bs = split.data() + ((64 - reinterpret_cast<uintptr_t>(split.data()) % 64) % 64) / 8;
+  }
   for (int64_t p0 = p_begin; p0 < p_end; p0 += static_cast<int64_t>(nr)) {
     const size_t nc = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(nr), p_end - p0));
-    padded.clear();
+    border.clear();
     // A full panel inside one output row: for each tap whose nr input pixels all lie inside the
     // image, the words are a strided copy (contiguous for stride 1 and CW = 1). The per-pixel
     // loop below, with its bounds checks, took a fifth of a ResNet-18-binary conv's time.
@@ -143,24 +183,32 @@ void qb1_conv2d_block(const Qb1GemmKernels& k, const Qb1PackedWeights& w, const 
         for (int64_t cw = 0; cw < CW; ++cw)
           dst[static_cast<size_t>(cw) * nr] =
               inside ? src[cw] : (pad == B1Padding::minus_one && j < nc ? minus[static_cast<size_t>(cw)] : 0);
-        if (!inside && j < nc && pad == B1Padding::zero) padded.emplace_back(static_cast<int32_t>(j), t);
+      }
+      if (pad == B1Padding::zero && j < nc) {
+        const int32_t cls = w.row_class[static_cast<size_t>(oh)] * w.col_classes + w.col_class[static_cast<size_t>(ow)];
+        if (cls != 0) border.emplace_back(static_cast<int32_t>(j), cls);
       }
     }
+    if (k.split_nibbles)
+      for (int64_t kk = 0; kk < w.kw; ++kk)
+        for (size_t j = 0; j < nr; ++j) {
+          const uint64_t v = bp[static_cast<size_t>(kk) * nr + j];
+          bs[static_cast<size_t>(kk) * 2 * nr + j] = v & 0x0f0f0f0f0f0f0f0full;
+          bs[static_cast<size_t>(kk) * 2 * nr + nr + j] = (v >> 4) & 0x0f0f0f0f0f0f0f0full;
+        }
     for (int64_t m0 = 0; m0 < s.M; m0 += k.mr) {
       const int64_t rows = std::min<int64_t>(k.mr, s.M - m0);
-      k.main[rows](static_cast<size_t>(w.kw), w.panels.data() + m0 * w.kw * per, bp, ktot,
+      k.main[rows](static_cast<size_t>(w.kw), w.panels.data() + m0 * w.kw * per, bs, ktot,
                    out + static_cast<size_t>(m0) * ldo + static_cast<size_t>(p0 - p_begin), ldo, nc);
     }
     // A zero-padded tap was counted as a word of +1s: its contribution there was the tap's weight
-    // sum, and the true one is 0.
-    // Row by row (the panel's nr results of a row and its taps' sums are adjacent): with the
-    // padded taps outermost, every correction touched M cache lines, and this loop took 6% of a
-    // ResNet-18-binary inference.
-    if (!padded.empty())
+    // sum, and the true one is 0. Each border pixel takes back its class's sum over its padded
+    // taps, once per channel (rows outermost: the panel's nr results of a row are adjacent).
+    if (!border.empty())
       for (int64_t m = 0; m < s.M; ++m) {
         int32_t* row = out + static_cast<size_t>(m) * ldo + static_cast<size_t>(p0 - p_begin);
-        const int32_t* ts = w.tap_sum.data() + m * taps;
-        for (auto [j, t] : padded) row[j] -= ts[t];
+        const int32_t* corr = w.border_corr.data() + m * w.classes;
+        for (auto [j, cls] : border) row[j] -= corr[cls];
       }
   }
 }

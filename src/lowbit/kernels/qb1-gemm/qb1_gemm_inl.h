@@ -54,13 +54,26 @@ struct ScalarWords {
   static void flush(Acc acc, uint64_t* t, bool first) { t[0] = (first ? 0 : t[0]) + acc; }
 };
 
-// Traits with kSplitA (AVX2) read split weight words (Qb1GemmKernels::split_nibbles) and supply
-//   B           a pixel vector prepared once per k for all rows   prep_b(x)
-//   count2(acc, a_lo, a_hi, b)  acc + popcount(a ^ x) from the broadcast halves of a weight word
+// Traits with kSplitA (AVX2) read split words on both sides (Qb1GemmKernels::split_nibbles):
+// each weight word as its low and high nibbles, and the pixel panel as, per k, NR low-nibble
+// words then NR high-nibble words (the driver splits the panel once for all M / MR tiles). They
+// supply
+//   count2(acc, a_lo, a_hi, b_lo, b_hi)  acc + popcount(a ^ b) of 4 words from their halves,
+//                                        b_lo / b_hi pointers to the pixels' halves
 template <class V>
 constexpr bool splits_a() {
   if constexpr (requires { V::kSplitA; }) return V::kSplitA;
   else return false;
+}
+
+// Traits may store a finished tile row straight from the accumulator:
+//   store_c(acc, ktot, c)  c[0..kLanes) = ktot - 2 * (lanes' totals of acc), one span only.
+// Without it (or past one span) the totals go through memory and a scalar loop; on ResNet-18's
+// 64-channel layers (9 words per pixel, one span) that loop and its 8 stores cost as much as a
+// third of the tile's k loop.
+template <class V>
+constexpr bool stores_c() {
+  return requires(typename V::Acc a, int32_t* c) { V::store_c(a, int32_t{0}, c); };
 }
 
 template <class V, int MR, int NR>
@@ -79,17 +92,15 @@ void gemm_tile(size_t kw, const uint64_t* __restrict a, const uint64_t* __restri
       for (int v = 0; v < NV; ++v) acc[r][v] = V::zero();
     if constexpr (splits_a<V>()) {
       for (size_t k = 0; k < kn; ++k) {
-        typename V::B bv[NV];
-        #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) bv[v] = V::prep_b(V::load(b + v * V::kLanes));
         #pragma GCC unroll 8
         for (int r = 0; r < MR; ++r) {
           const typename V::Vec lo = V::bcast(a[2 * r]), hi = V::bcast(a[2 * r + 1]);
           #pragma GCC unroll 4
-          for (int v = 0; v < NV; ++v) acc[r][v] = V::count2(acc[r][v], lo, hi, bv[v]);
+          for (int v = 0; v < NV; ++v)
+            acc[r][v] = V::count2(acc[r][v], lo, hi, b + v * V::kLanes, b + NR + v * V::kLanes);
         }
         a += 2 * MR;
-        b += NR;
+        b += 2 * NR;
       }
     } else {
       for (size_t k = 0; k < kn; ++k) {
@@ -106,12 +117,26 @@ void gemm_tile(size_t kw, const uint64_t* __restrict a, const uint64_t* __restri
         b += NR;
       }
     }
+    if constexpr (stores_c<V>()) {
+      if (k0 == 0 && kn == kw && nc == static_cast<size_t>(NR)) {  // one span, a full tile
+        #pragma GCC unroll 8
+        for (int r = 0; r < MR; ++r)
+          #pragma GCC unroll 4
+          for (int v = 0; v < NV; ++v) V::store_c(acc[r][v], ktot, c + r * ldc + v * V::kLanes);
+        return;
+      }
+    }
     #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r)
       #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) V::flush(acc[r][v], &tot[r][v * V::kLanes], k0 == 0);
     k0 += kn;
   } while (k0 < kw);
+  if (nc == static_cast<size_t>(NR)) {  // fixed trip count: vectorised
+    for (int r = 0; r < MR; ++r)
+      for (int j = 0; j < NR; ++j) c[r * ldc + j] = ktot - 2 * static_cast<int32_t>(tot[r][j]);
+    return;
+  }
   for (int r = 0; r < MR; ++r)
     for (size_t j = 0; j < nc; ++j) c[r * ldc + j] = ktot - 2 * static_cast<int32_t>(tot[r][j]);
 }
