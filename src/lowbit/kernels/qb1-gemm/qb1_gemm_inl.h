@@ -76,56 +76,55 @@ constexpr bool stores_c() {
   return requires(typename V::Acc a, int32_t* c) { V::store_c(a, int32_t{0}, c); };
 }
 
+// kn k steps of an MR x NR tile into acc (at most V::kSpan: the counters stay exact).
 template <class V, int MR, int NR>
-void gemm_tile(size_t kw, const uint64_t* __restrict a, const uint64_t* __restrict b, int32_t ktot,
-               int32_t* __restrict c, size_t ldc, size_t nc) {
+[[gnu::always_inline]] inline void k_steps(size_t kn, const uint64_t*& a, const uint64_t*& b,
+                                           typename V::Acc (&acc)[MR][NR / V::kLanes]) {
   constexpr int NV = NR / V::kLanes;
-  static_assert(NV * V::kLanes == NR, "NR must be a multiple of the vector's words");
+  #pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+    #pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = V::zero();
+  if constexpr (splits_a<V>()) {
+    for (size_t k = 0; k < kn; ++k) {
+      #pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+        const typename V::Vec lo = V::bcast(a[2 * r]), hi = V::bcast(a[2 * r + 1]);
+        #pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v)
+          acc[r][v] = V::count2(acc[r][v], lo, hi, b + v * V::kLanes, b + NR + v * V::kLanes);
+      }
+      a += 2 * MR;
+      b += 2 * NR;
+    }
+  } else {
+    for (size_t k = 0; k < kn; ++k) {
+      typename V::Vec bv[NV];
+      #pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) bv[v] = V::load(b + v * V::kLanes);
+      #pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+        const typename V::Vec av = V::bcast(a[r]);
+        #pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[r][v] = V::count(acc[r][v], V::vxor(av, bv[v]));
+      }
+      a += MR;
+      b += NR;
+    }
+  }
+}
+
+// The general tile: spans of V::kSpan steps flushed into 64-bit totals, any nc.
+template <class V, int MR, int NR>
+[[gnu::noinline]] void gemm_tile_spans(size_t kw, const uint64_t* a, const uint64_t* b,
+                                       int32_t ktot, int32_t* __restrict c, size_t ldc, size_t nc) {
+  constexpr int NV = NR / V::kLanes;
   alignas(64) uint64_t tot[MR][NR];  // written by the first flush (a zero fill cost 9% as rep stos)
   size_t k0 = 0;
   do {  // at least once (kw >= 1): the first flush writes every total
     const size_t kn = kw - k0 < V::kSpan ? kw - k0 : V::kSpan;
     typename V::Acc acc[MR][NV];
-    #pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r)
-      #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[r][v] = V::zero();
-    if constexpr (splits_a<V>()) {
-      for (size_t k = 0; k < kn; ++k) {
-        #pragma GCC unroll 8
-        for (int r = 0; r < MR; ++r) {
-          const typename V::Vec lo = V::bcast(a[2 * r]), hi = V::bcast(a[2 * r + 1]);
-          #pragma GCC unroll 4
-          for (int v = 0; v < NV; ++v)
-            acc[r][v] = V::count2(acc[r][v], lo, hi, b + v * V::kLanes, b + NR + v * V::kLanes);
-        }
-        a += 2 * MR;
-        b += 2 * NR;
-      }
-    } else {
-      for (size_t k = 0; k < kn; ++k) {
-        typename V::Vec bv[NV];
-        #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) bv[v] = V::load(b + v * V::kLanes);
-        #pragma GCC unroll 8
-        for (int r = 0; r < MR; ++r) {
-          const typename V::Vec av = V::bcast(a[r]);
-          #pragma GCC unroll 4
-          for (int v = 0; v < NV; ++v) acc[r][v] = V::count(acc[r][v], V::vxor(av, bv[v]));
-        }
-        a += MR;
-        b += NR;
-      }
-    }
-    if constexpr (stores_c<V>()) {
-      if (k0 == 0 && kn == kw && nc == static_cast<size_t>(NR)) {  // one span, a full tile
-        #pragma GCC unroll 8
-        for (int r = 0; r < MR; ++r)
-          #pragma GCC unroll 4
-          for (int v = 0; v < NV; ++v) V::store_c(acc[r][v], ktot, c + r * ldc + v * V::kLanes);
-        return;
-      }
-    }
+    k_steps<V, MR, NR>(kn, a, b, acc);
     #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r)
       #pragma GCC unroll 4
@@ -139,6 +138,28 @@ void gemm_tile(size_t kw, const uint64_t* __restrict a, const uint64_t* __restri
   }
   for (int r = 0; r < MR; ++r)
     for (size_t j = 0; j < nc; ++j) c[r * ldc + j] = ktot - 2 * static_cast<int32_t>(tot[r][j]);
+}
+
+// One span and a full tile, where the traits can store from the accumulators, skips the totals:
+// a separate, lean function (sharing one with the spans' path, GCC copied the uninitialised
+// totals into spill slots on entry). ResNet-18's 64-channel layers are all this case (9 words).
+template <class V, int MR, int NR>
+void gemm_tile(size_t kw, const uint64_t* a, const uint64_t* b, int32_t ktot,
+               int32_t* __restrict c, size_t ldc, size_t nc) {
+  constexpr int NV = NR / V::kLanes;
+  static_assert(NV * V::kLanes == NR, "NR must be a multiple of the vector's words");
+  if constexpr (stores_c<V>()) {
+    if (kw <= V::kSpan && nc == static_cast<size_t>(NR)) {
+      typename V::Acc acc[MR][NV];
+      k_steps<V, MR, NR>(kw, a, b, acc);
+      #pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r)
+        #pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) V::store_c(acc[r][v], ktot, c + r * ldc + v * V::kLanes);
+      return;
+    }
+  }
+  gemm_tile_spans<V, MR, NR>(kw, a, b, ktot, c, ldc, nc);
 }
 
 // Scalar loops the ISA's flags vectorise (qb1_gemm.h, Qb1PackU1 / Qb1RequantRow / ...).
