@@ -61,7 +61,7 @@ Built build(const std::string& op, const Shape& xs, const Attributes& a, Fill fi
   ValueId vy = b.g.add_value("y", DType::u8, {}, true);
   b.g.value(vy).quant = QuantParams{{0.05f}, {17}, -1};
   b.g.add_node(op, "pool", {vx}, {vy}, a);
-  if (op == "MaxPool") {
+  if (op == "MaxPool" || op == "AveragePool") {
     const Pool2dParams p = pool2d_params(b.g, b.g.nodes[0]);
     b.g.value(vy).shape = {p.N, p.C, p.OH, p.OW};
   } else {
@@ -117,10 +117,12 @@ void skip_without_simd() {
 }
 std::unique_ptr<Kernel> create_maxpool(const NodeContext& ctx) { return create_maxpool2d_u8_avx2(ctx); }
 std::unique_ptr<Kernel> create_global_avgpool(const NodeContext& ctx) { return create_global_avgpool_u8_avx2(ctx); }
+std::unique_ptr<Kernel> create_avgpool(const NodeContext& ctx) { return create_avgpool2d_u8_avx2(ctx); }
 #else
 void skip_without_simd() {}
 std::unique_ptr<Kernel> create_maxpool(const NodeContext& ctx) { return create_maxpool2d_u8_neon(ctx); }
 std::unique_ptr<Kernel> create_global_avgpool(const NodeContext& ctx) { return create_global_avgpool_u8_neon(ctx); }
+std::unique_ptr<Kernel> create_avgpool(const NodeContext& ctx) { return create_avgpool2d_u8_neon(ctx); }
 #endif
 
 std::vector<PoolCase> maxpool_cases() {
@@ -181,6 +183,85 @@ TEST(Qu8Pool, MaxPoolMatchesReference) {
     Target t = parse_target("x86-64+avx2+fma");
     ASSERT_EQ(check_maxpool2d_u8(NodeContext{b.g, b.g.nodes[0], t, 1}), "") << c.str();
     expect_exact(b, create_maxpool, c.str());
+  }
+}
+
+Built build_avgpool(const PoolCase& c, bool include_pad) {
+  Attributes a;
+  a.set("kernel_shape", std::vector<int64_t>{c.KH, c.KW});
+  a.set("strides", std::vector<int64_t>{c.SH, c.SW});
+  a.set("dilations", std::vector<int64_t>{c.DH, c.DW});
+  a.set("pads", c.pads);
+  a.set("ceil_mode", int64_t{c.ceil_mode});
+  a.set("count_include_pad", int64_t{include_pad});
+  return build("AveragePool", {c.N, c.C, c.H, c.W}, a, c.fill, c.seed);
+}
+
+// The same shapes as MaxPool (pads, ceil_mode overhang, dilation), with and without
+// count_include_pad; padded taps stand for the zero point 17.
+TEST(Qu8Pool, AveragePoolMatchesReference) {
+  skip_without_simd();
+  std::vector<PoolCase> cases = maxpool_cases();
+  PoolCase c;  // Bi-Real / ResNet-D shortcut pools: 2x2 / 2 on even and odd maps
+  c.C = 5, c.KH = c.KW = 2, c.SH = c.SW = 2;
+  for (int64_t hw : {14, 15, 56}) c.H = c.W = hw, cases.push_back(c);
+  c.ceil_mode = true, c.H = c.W = 15;
+  cases.push_back(c);
+  for (const PoolCase& pc : cases)
+    for (bool include : {false, true}) {
+      Built b = build_avgpool(pc, include);
+      Target t = parse_target("x86-64+avx2+fma");
+      ASSERT_EQ(check_avgpool2d_u8(NodeContext{b.g, b.g.nodes[0], t, 1}), "") << pc.str();
+      expect_exact(b, create_avgpool, pc.str() + (include ? " include_pad" : ""));
+    }
+}
+
+// The u8 reference against the fp32 reference on the dequantized input: the code mean is the real
+// mean (same scale), so the result is within half a step of it.
+TEST(Qu8Pool, AveragePoolReferenceAgreesWithFloat) {
+  for (const PoolCase& pc : maxpool_cases())
+    for (bool include : {false, true}) {
+      Built b = build_avgpool(pc, include);
+      const Tensor q = run_reference(b);
+      Graph gf = b.g;
+      gf.value(gf.nodes[0].inputs[0]).dtype = DType::f32;
+      gf.value(gf.nodes[0].inputs[0]).quant.reset();
+      gf.value(gf.nodes[0].outputs[0]).dtype = DType::f32;
+      gf.value(gf.nodes[0].outputs[0]).quant.reset();
+      Tensor xf(DType::f32, b.x.shape()), yf(DType::f32, q.shape());
+      for (int64_t i = 0; i < xf.numel(); ++i) xf.data<float>()[i] = 0.05f * (float(b.x.data<uint8_t>()[i]) - 17.0f);
+      std::vector<TensorView> in = {xf.view()}, out = {yf.view()};
+      find_reference("AveragePool")(gf, gf.nodes[0], in, out);
+      for (int64_t i = 0; i < q.numel(); ++i) {
+        const float real = 0.05f * (float(q.data<uint8_t>()[i]) - 17.0f);
+        ASSERT_NEAR(real, yf.data<float>()[i], 0.025f + 1e-5f) << pc.str() << (include ? " include_pad" : "") << " at " << i;
+      }
+    }
+}
+
+TEST(Qu8Pool, AveragePoolByHand) {
+  // 2x2 input (codes, zp 17), 2x2 window, stride 1, pads 1 all round: 3x3 outputs.
+  Attributes a;
+  a.set("kernel_shape", std::vector<int64_t>{2, 2});
+  a.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  for (bool include : {false, true}) {
+    a.set("count_include_pad", int64_t{include});
+    Built b = build("AveragePool", {1, 1, 2, 2}, a, Fill::zeros, 1);
+    const uint8_t xs[4] = {10, 20, 30, 41};
+    std::memcpy(b.x.data<uint8_t>(), xs, 4);
+    const Tensor y = run_reference(b);
+    // Corner windows hold one pixel, edges two, the centre four. With include_pad every window
+    // counts 4 taps, the padded ones code 17: top-left (10 + 3 * 17) / 4 = 15.25 -> 15, top
+    // (10 + 20 + 34) / 4 = 16, left (10 + 30 + 34) / 4 = 18.5 -> 18 (half to even), centre
+    // 101 / 4 = 25.25 -> 25. Without, the mean of the pixels inside: right (20 + 41) / 2 = 30.5
+    // -> 30, bottom (30 + 41) / 2 = 35.5 -> 36.
+    const std::vector<int> want = include ? std::vector<int>{15, 16, 18, 18, 25, 24, 20, 26, 23}
+                                          : std::vector<int>{10, 15, 20, 20, 25, 30, 30, 36, 41};
+    EXPECT_EQ(std::vector<int>(y.data<uint8_t>(), y.data<uint8_t>() + 9), want) << include;
+#if defined(__x86_64__)
+    if (!host_target().has(Feature::avx2)) continue;
+#endif
+    expect_exact(b, create_avgpool, "by hand");
   }
 }
 

@@ -107,6 +107,8 @@ std::vector<KernelCandidate> qu8_candidates() {
   // u8 pooling: appended after the fp32 rows of the same ops, which reject u8 input.
   t.push_back({"MaxPool", "qu8-maxpool2d-chw-avx2", x86, {F::avx2, F::fma}, check_maxpool2d_u8,
                LOWBIT_X86_ONLY(create_maxpool2d_u8_avx2), {"qu8_maxpool2d_chw__avx2"}});
+  t.push_back({"AveragePool", "qu8-avgpool2d-chw-avx2", x86, {F::avx2, F::fma}, check_avgpool2d_u8,
+               LOWBIT_X86_ONLY(create_avgpool2d_u8_avx2), {"qu8_avgpool2d_chw__avx2"}});
   t.push_back({"GlobalAveragePool", "qu8-global-avgpool-avx2", x86, {F::avx2, F::fma}, check_global_avgpool_u8,
                LOWBIT_X86_ONLY(create_global_avgpool_u8_avx2), {"qu8_global_avgpool__avx2"}});
 
@@ -123,6 +125,8 @@ std::vector<KernelCandidate> qu8_candidates() {
                LOWBIT_AARCH64_ONLY(create_qgemm_u8_gemv_neon), {"qu8_gemv_acc__neon"}});
   t.push_back({"MaxPool", "qu8-maxpool2d-chw-neon", arm, {F::neon}, check_maxpool2d_u8,
                LOWBIT_AARCH64_ONLY(create_maxpool2d_u8_neon), {"qu8_maxpool2d_chw__neon"}});
+  t.push_back({"AveragePool", "qu8-avgpool2d-chw-neon", arm, {F::neon}, check_avgpool2d_u8,
+               LOWBIT_AARCH64_ONLY(create_avgpool2d_u8_neon), {"qu8_avgpool2d_chw__neon"}});
   t.push_back({"GlobalAveragePool", "qu8-global-avgpool-neon", arm, {F::neon}, check_global_avgpool_u8,
                LOWBIT_AARCH64_ONLY(create_global_avgpool_u8_neon), {"qu8_global_avgpool__neon"}});
 

@@ -49,7 +49,7 @@ enum class QuantPassthrough : uint8_t {
   no,        // needs real values (or requantizes: QConv, QAdd)
   moves,     // bytes move unchanged (Flatten, Reshape, Squeeze, Unsqueeze)
   selects,   // each output is one of its inputs' codes (MaxPool): order-preserving
-  averages,  // each output is a rounded mean of input codes (GlobalAveragePool)
+  averages,  // each output is a rounded mean of input codes (AveragePool, GlobalAveragePool)
 };
 
 struct OpSchema {

@@ -131,12 +131,12 @@ void infer_softmax(InferContext& c) {
 
 // --- Pooling -----------------------------------------------------------------------------------
 
-// MaxPool and GlobalAveragePool also run on quantized u8 activations (notes/quant_ir.md); the
-// output keeps the input's dtype.
+// MaxPool, AveragePool and GlobalAveragePool also run on quantized u8 activations
+// (notes/quant_ir.md); the output keeps the input's dtype.
 void infer_pool(InferContext& c) {
   const bool is_max = c.node().op == "MaxPool";
   // MaxPool of packed signs (b1, ir/codes.h): the max of +-1 values is an AND of their sign bits.
-  check_input_dtypes(c, {{"X", is_max ? kF32 | kU8 | dtype_bit(DType::b1) : kF32}});
+  check_input_dtypes(c, {{"X", is_max ? kF32 | kU8 | dtype_bit(DType::b1) : kF32 | kU8}});
   if (c.dtype(0) == DType::b1)
     c.require(c.rank(0) == 4 && c.shape(0)[1] % kSignWordBits == 0,
               "packed signs (b1) need NCHW with C a multiple of 64, got " + shape_str(c.shape(0)));
@@ -356,7 +356,7 @@ const bool kRegistered = [] {
   SchemaRegistrar(unary("Softmax", infer_softmax));
   SchemaRegistrar({.op = "MaxPool", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 2,
                    .infer = infer_pool, .quant_passthrough = QuantPassthrough::selects});
-  SchemaRegistrar(unary("AveragePool", infer_pool));
+  SchemaRegistrar(unary("AveragePool", infer_pool, QuantPassthrough::averages));
   SchemaRegistrar(unary("GlobalAveragePool", infer_global_pool, QuantPassthrough::averages));
   SchemaRegistrar(unary("GlobalMaxPool", infer_global_pool));
   for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax"})

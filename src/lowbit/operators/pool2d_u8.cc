@@ -1,11 +1,13 @@
 // u8 pooling drivers, parallel over (image, channel) planes. MaxPool copies each plane into a
 // per-thread buffer padded with 0 (never a window's maximum) and split into column phases
-// (kernels/qu8-pool/qu8_pool.h), large enough for every window including ceil_mode overhang. The
-// ISA comes in as a table of kernel functions (AVX2 or NEON).
+// (kernels/qu8-pool/qu8_pool.h), large enough for every window including ceil_mode overhang.
+// AveragePool reads the planes as they are (separable sums, the padding's zero points added back
+// by the divisors). The ISA comes in as a table of kernel functions (AVX2 or NEON).
 #include "lowbit/operators/pool2d_u8.h"
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "lowbit/ir/op_params.h"
 #include "lowbit/kernels/qu8-pool/qu8_pool.h"
@@ -14,6 +16,22 @@
 
 namespace lowbit {
 namespace {
+
+// Taps of one axis per output position: counted ones (inside the declared pads with
+// count_include_pad, else inside the input) and those inside the input, as the reference's
+// axis windows.
+void axis_counts(int64_t n_out, int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t pad_begin,
+                 int64_t pad_end, bool include_pad, std::vector<int32_t>& cnt, std::vector<int32_t>& inside) {
+  cnt.assign(static_cast<size_t>(n_out), 0);
+  inside.assign(static_cast<size_t>(n_out), 0);
+  for (int64_t o = 0; o < n_out; ++o)
+    for (int64_t t = 0; t < k; ++t) {
+      const int64_t i = o * stride - pad_begin + t * dil;
+      const bool in_image = i >= 0 && i < in, in_pads = i >= -pad_begin && i < in + pad_end;
+      inside[static_cast<size_t>(o)] += in_image;
+      cnt[static_cast<size_t>(o)] += include_pad ? in_pads : in_image;
+    }
+}
 
 class MaxPoolU8 final : public Kernel {
  public:
@@ -52,6 +70,58 @@ class MaxPoolU8 final : public Kernel {
   ops::ThreadScratch scratch_;
 };
 
+// AveragePool from the input planes (kernels/qu8-pool/qu8_pool.h, Qu8AvgGeometry); a row of
+// uint32 sums per thread.
+class AvgPoolU8 final : public Kernel {
+ public:
+  AvgPoolU8(const Pool2dParams& p, int threads, const Qu8PoolKernels& ks, int32_t zp) : p_(p), ks_(ks) {
+    std::vector<int32_t> cnt_h, in_h, cnt_w;
+    axis_counts(p.OH, p.H, p.KH, p.SH, p.DH, p.pad_top, p.pad_bottom, p.count_include_pad, cnt_h, in_h);
+    axis_counts(p.OW, p.W, p.KW, p.SW, p.DW, p.pad_left, p.pad_right, p.count_include_pad, cnt_w, in_w_);
+    w_first_.assign(static_cast<size_t>(p.OW), 0);
+    for (int64_t ow = 0; ow < p.OW; ++ow) {  // the first kernel column inside the image
+      int64_t i = ow * p.SW - p.pad_left;
+      while (i < 0) i += p.DW;
+      w_first_[static_cast<size_t>(ow)] = static_cast<int32_t>(std::min(i, p.W - 1));
+    }
+    bool w_inside = true;
+    for (int64_t ow = 0; ow < p.OW; ++ow)
+      w_inside = w_inside && in_w_[static_cast<size_t>(ow)] == p.KW &&
+                 w_first_[static_cast<size_t>(ow)] == w_first_[0] + ow * p.SW;
+    cnt_.resize(static_cast<size_t>(p.OH * p.OW));
+    corr_.resize(cnt_.size());
+    for (int64_t oh = 0; oh < p.OH; ++oh)
+      for (int64_t ow = 0; ow < p.OW; ++ow) {
+        const size_t i = static_cast<size_t>(oh * p.OW + ow), h = static_cast<size_t>(oh), w = static_cast<size_t>(ow);
+        cnt_[i] = cnt_h[h] * cnt_w[w];
+        corr_[i] = zp * (cnt_[i] - in_h[h] * in_w_[w]);
+      }
+    const auto z = [](int64_t v) { return static_cast<size_t>(v); };
+    geom_ = {z(p.H),  z(p.W),  z(p.KH),        z(p.KW),      z(p.SH),      z(p.SW),      z(p.DH), z(p.DW),
+             z(p.OH), z(p.OW), p.pad_top, w_first_.data(), in_w_.data(), w_inside, cnt_.data(), corr_.data(), zp};
+    scratch_floats_ = p.W + p.OH * p.OW;  // uint32 sums, in float-sized scratch
+    scratch_.reserve(std::max(threads, 1), scratch_floats_);
+  }
+
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+    scratch_.reserve(pool.size(), scratch_floats_);
+    const uint8_t* x = in[0].as<uint8_t>();
+    uint8_t* y = out[0].as<uint8_t>();
+    pool.parallel_for(p_.N * p_.C, [&](int64_t plane, int thread) {
+      ks_.avgpool(x + plane * p_.H * p_.W, geom_, reinterpret_cast<uint32_t*>(scratch_.get(thread)),
+                  y + plane * p_.OH * p_.OW);
+    });
+  }
+
+ private:
+  Pool2dParams p_;
+  Qu8PoolKernels ks_;
+  std::vector<int32_t> w_first_, in_w_, cnt_, corr_;
+  Qu8AvgGeometry geom_{};
+  int64_t scratch_floats_ = 0;
+  ops::ThreadScratch scratch_;
+};
+
 class GlobalAvgPoolU8 final : public Kernel {
  public:
   explicit GlobalAvgPoolU8(const Qu8PoolKernels& ks) : ks_(ks) {}
@@ -71,10 +141,12 @@ class GlobalAvgPoolU8 final : public Kernel {
 };
 
 #if defined(__x86_64__)
-constexpr Qu8PoolKernels kAvx2 = {qu8_pool_phase_row__avx2, qu8_maxpool2d_chw__avx2, qu8_global_avgpool__avx2};
+constexpr Qu8PoolKernels kAvx2 = {qu8_pool_phase_row__avx2, qu8_maxpool2d_chw__avx2, qu8_global_avgpool__avx2,
+                                  qu8_avgpool2d_chw__avx2};
 #endif
 #if defined(__aarch64__)
-constexpr Qu8PoolKernels kNeon = {qu8_pool_phase_row__neon, qu8_maxpool2d_chw__neon, qu8_global_avgpool__neon};
+constexpr Qu8PoolKernels kNeon = {qu8_pool_phase_row__neon, qu8_maxpool2d_chw__neon, qu8_global_avgpool__neon,
+                                  qu8_avgpool2d_chw__neon};
 #endif
 
 // Both ops pass the input's quantization through: a different output scale would need a requantization.
@@ -105,6 +177,29 @@ std::unique_ptr<Kernel> create_maxpool2d_u8_avx2(const NodeContext& ctx) {
 #if defined(__aarch64__)
 std::unique_ptr<Kernel> create_maxpool2d_u8_neon(const NodeContext& ctx) {
   return std::make_unique<MaxPoolU8>(pool2d_params(ctx.graph, ctx.node), ctx.threads, kNeon);
+}
+#endif
+
+std::string check_avgpool2d_u8(const NodeContext& ctx) {
+  if (std::string r = check_u8_passthrough(ctx); !r.empty()) return r;
+  const auto& q = ctx.in(0).quant;
+  if (!q || q->zero_point.size() != 1) return "needs a per-tensor quantized input (its zero point pads)";
+  const Pool2dParams p = pool2d_params(ctx.graph, ctx.node);
+  // Sums are exact uint32 and the numerator an exact integer in float: below 2^24.
+  if (p.KH * p.KW > 65536) return "window above 65536 taps";
+  return "";
+}
+
+#if defined(__x86_64__)
+std::unique_ptr<Kernel> create_avgpool2d_u8_avx2(const NodeContext& ctx) {
+  return std::make_unique<AvgPoolU8>(pool2d_params(ctx.graph, ctx.node), ctx.threads, kAvx2,
+                                     ctx.in(0).quant->zero_point[0]);
+}
+#endif
+#if defined(__aarch64__)
+std::unique_ptr<Kernel> create_avgpool2d_u8_neon(const NodeContext& ctx) {
+  return std::make_unique<AvgPoolU8>(pool2d_params(ctx.graph, ctx.node), ctx.threads, kNeon,
+                                     ctx.in(0).quant->zero_point[0]);
 }
 #endif
 

@@ -15,6 +15,12 @@ std::string check_maxpool2d_u8(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_maxpool2d_u8_avx2(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_maxpool2d_u8_neon(const NodeContext& ctx);  // aarch64 builds only
 // GlobalAveragePool: q = int(nearbyintf(float(sum_q) / float(H * W))).
+// AveragePool: the reference's rounding (kernels/reference/pool.cc), count_include_pad and
+// ceil_mode included.
+std::string check_avgpool2d_u8(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_avgpool2d_u8_avx2(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_avgpool2d_u8_neon(const NodeContext& ctx);  // aarch64 builds only
+
 std::string check_global_avgpool_u8(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_global_avgpool_u8_avx2(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_global_avgpool_u8_neon(const NodeContext& ctx);  // aarch64 builds only

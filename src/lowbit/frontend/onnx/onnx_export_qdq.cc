@@ -23,7 +23,8 @@ namespace {
 using TP = onnx::TensorProto;
 
 // Ops ONNX Runtime runs on the codes between a DQ and a Q without requantizing: pure data movement
-// and selection (its int8 GlobalAveragePool is not exact against lowbit's rounding).
+// and selection (its int8 average pools are not exact against lowbit's rounding: those export as
+// DQ -> fp32 op -> Q).
 bool is_u8_pass_through(const std::string& op) {
   const QuantPassthrough p = quant_passthrough(op);
   return p == QuantPassthrough::moves || p == QuantPassthrough::selects;
@@ -265,10 +266,11 @@ class QdqExporter {
     if (n.op == "QGemm") return emit_qgemm(n);
     if (n.op == "QAdd") return emit_qadd(n);
     const bool u8_in = !n.inputs.empty() && n.inputs[0] != kNoValue && g_.value(n.inputs[0]).dtype == DType::u8;
-    if (u8_in && n.op == "GlobalAveragePool") {
+    // Averaging ops as DQ -> the fp32 op -> Q (ONNX Runtime's int8 averages round otherwise).
+    if (u8_in && quant_passthrough(n.op) == QuantPassthrough::averages) {
       std::string x = dq(n.inputs[0], n);
       std::string t = fresh(n.name + "_f32");
-      node("GlobalAveragePool", n.name, {x}, {t});
+      copy_attrs(node(n.op, n.name, {x}, {t}), n);
       q(t, quant(g_, n, n.outputs[0]), name(n.outputs[0]), n.name + "_quantize");
       return;
     }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "lowbit/kernels/qu8-pool/qu8_avgpool_inl.h"
 #include "lowbit/kernels/qu8-pool/qu8_pool.h"
 
 namespace lowbit {
@@ -107,6 +108,10 @@ void qu8_global_avgpool__avx2(const uint8_t* x, size_t n, size_t channels, uint8
     const float q = std::nearbyintf(static_cast<float>(sum) / static_cast<float>(n));
     y[c] = static_cast<uint8_t>(std::clamp(static_cast<int>(q), 0, 255));
   }
+}
+
+void qu8_avgpool2d_chw__avx2(const uint8_t* x, const Qu8AvgGeometry& g, uint32_t* scratch, uint8_t* y) {
+  qu8pool::avgpool_plane(x, g, scratch, y);
 }
 
 }  // namespace lowbit

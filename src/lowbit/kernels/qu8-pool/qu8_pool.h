@@ -28,17 +28,40 @@ void qu8_maxpool2d_chw__avx2(const uint8_t* x, const Qu8PoolGeometry& g, uint8_t
 // y[c] = int(nearbyintf(float(sum of x[c * n .. c * n + n)) / float(n))) for c < channels.
 void qu8_global_avgpool__avx2(const uint8_t* x, size_t n, size_t channels, uint8_t* y);
 
-// The same three on AArch64 Advanced SIMD (kernels/qu8-pool/neon.cc).
+// AveragePool of one CHW plane, straight from the input (no padded copy: on Bi-Real / ResNet-D
+// shortcuts' 2x2 / 2 pools of 14x14 planes, a copy and phase split per plane cost 5x the fp32
+// kernel). Separable: each output row sums its kernel rows inside the image into rowsum (W
+// uint32), then each output its kernel columns inside the image (in_w[ow] of them from column
+// w_first[ow], DW apart) into sums (OH * OW int32), then one pass over the plane divides:
+// y = clamp(int(nearbyintf(float(S + corr) / float(cnt)))), zp where cnt = 0, as the reference.
+// cnt[p] counts the taps (inside the declared pads with count_include_pad, else inside the image)
+// and corr[p] = zp * (taps counted - taps inside): a counted padded tap is real 0, code zp.
+// Whole-plane passes, not per row: rows of 7 or 14 outputs left the vector loops to their scalar
+// remainders.
+struct Qu8AvgGeometry {
+  size_t H, W, KH, KW, SH, SW, DH, DW, OH, OW;
+  int64_t pad_top;
+  const int32_t *w_first, *in_w;  // per output column
+  bool w_inside;                  // every window wholly inside its row: w_first[ow] = w_first[0] + ow * SW
+  const int32_t *cnt, *corr;      // per output pixel (OH * OW)
+  int32_t zp;
+};
+// scratch: W + OH * OW uint32.
+void qu8_avgpool2d_chw__avx2(const uint8_t* x, const Qu8AvgGeometry& g, uint32_t* scratch, uint8_t* y);
+
+// The same four on AArch64 Advanced SIMD (kernels/qu8-pool/neon.cc).
 void qu8_pool_phase_row__neon(const uint8_t* src, size_t W, size_t pad_left, size_t SW, size_t ld_phase,
                               uint8_t* dst);
 void qu8_maxpool2d_chw__neon(const uint8_t* x, const Qu8PoolGeometry& g, uint8_t* y);
 void qu8_global_avgpool__neon(const uint8_t* x, size_t n, size_t channels, uint8_t* y);
+void qu8_avgpool2d_chw__neon(const uint8_t* x, const Qu8AvgGeometry& g, uint32_t* scratch, uint8_t* y);
 
 // One ISA's pooling functions, for the drivers (operators/pool2d_u8.cc).
 struct Qu8PoolKernels {
   void (*phase_row)(const uint8_t* src, size_t W, size_t pad_left, size_t SW, size_t ld_phase, uint8_t* dst);
   void (*maxpool)(const uint8_t* x, const Qu8PoolGeometry& g, uint8_t* y);
   void (*global_avgpool)(const uint8_t* x, size_t n, size_t channels, uint8_t* y);
+  void (*avgpool)(const uint8_t* x, const Qu8AvgGeometry& g, uint32_t* scratch, uint8_t* y);
 };
 
 }  // namespace lowbit
