@@ -70,15 +70,19 @@ Built build(const std::string& op, const Shape& xs, const Attributes& a, Fill fi
   return b;
 }
 
-Built build_maxpool(const PoolCase& c) {
+// MaxPool, or AveragePool (count_include_pad as given), of the case's geometry.
+Built build_pool(const std::string& op, const PoolCase& c, bool include_pad = false) {
   Attributes a;
   a.set("kernel_shape", std::vector<int64_t>{c.KH, c.KW});
   a.set("strides", std::vector<int64_t>{c.SH, c.SW});
   a.set("dilations", std::vector<int64_t>{c.DH, c.DW});
   a.set("pads", c.pads);
   a.set("ceil_mode", int64_t{c.ceil_mode});
-  return build("MaxPool", {c.N, c.C, c.H, c.W}, a, c.fill, c.seed);
+  if (op == "AveragePool") a.set("count_include_pad", int64_t{include_pad});
+  return build(op, {c.N, c.C, c.H, c.W}, a, c.fill, c.seed);
 }
+Built build_maxpool(const PoolCase& c) { return build_pool("MaxPool", c); }
+Built build_avgpool(const PoolCase& c, bool include_pad) { return build_pool("AveragePool", c, include_pad); }
 
 Tensor run_reference(const Built& b) {
   const Node& n = b.g.nodes[0];
@@ -184,17 +188,6 @@ TEST(Qu8Pool, MaxPoolMatchesReference) {
     ASSERT_EQ(check_maxpool2d_u8(NodeContext{b.g, b.g.nodes[0], t, 1}), "") << c.str();
     expect_exact(b, create_maxpool, c.str());
   }
-}
-
-Built build_avgpool(const PoolCase& c, bool include_pad) {
-  Attributes a;
-  a.set("kernel_shape", std::vector<int64_t>{c.KH, c.KW});
-  a.set("strides", std::vector<int64_t>{c.SH, c.SW});
-  a.set("dilations", std::vector<int64_t>{c.DH, c.DW});
-  a.set("pads", c.pads);
-  a.set("ceil_mode", int64_t{c.ceil_mode});
-  a.set("count_include_pad", int64_t{include_pad});
-  return build("AveragePool", {c.N, c.C, c.H, c.W}, a, c.fill, c.seed);
 }
 
 // The same shapes as MaxPool (pads, ceil_mode overhang, dilation), with and without

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "lowbit/ir/op_params.h"
@@ -153,71 +154,57 @@ void max_pool(const Graph& g, const Node& n, std::span<const TensorView> in, std
   }
 }
 
-// u8 AveragePool keeps the input's quantization (scale s, zero point zp; notes/quant_ir.md): the
-// mean of the window's real values, s * (mean of codes - zp), is the code mean. A tap in the
-// declared padding (counted with count_include_pad) is real 0, code zp; ceil_mode overhang is
-// never counted. q = int(nearbyintf(float(sum of codes) / float(count))), clamped to [0, 255]
-// (the sum is an exact integer in float below 2^24: the fast kernels match byte for byte).
-void average_pool_u8(const Graph& g, const Node& n, const PoolGeom& p, const TensorView& x, const TensorView& y) {
-  const QuantParams* q = g.value(n.inputs[0]).quant ? &*g.value(n.inputs[0]).quant : nullptr;
-  if (!q || q->zero_point.size() != 1) fail(n, "u8 AveragePool needs a per-tensor quantized input");
-  const int64_t zp = q->zero_point[0];
-  const uint8_t* xp = x.as<uint8_t>();
-  uint8_t* yp = y.as<uint8_t>();
-  const int64_t isz = p.I[0] * p.I[1] * p.I[2], osz = p.O[0] * p.O[1] * p.O[2];
-  for (int64_t plane = 0; plane < p.N * p.C; ++plane)
-    for (int64_t od = 0; od < p.O[0]; ++od) {
-      const AxisWindow wd = axis_window(p, 0, od);
-      for (int64_t oh = 0; oh < p.O[1]; ++oh) {
-        const AxisWindow wh = axis_window(p, 1, oh);
-        for (int64_t ow = 0; ow < p.O[2]; ++ow) {
-          const AxisWindow ww = axis_window(p, 2, ow);
-          const int64_t inside = (wd.k1 - wd.k0) * (wh.k1 - wh.k0) * (ww.k1 - ww.k0);
-          const int64_t cnt = p.count_include_pad ? wd.padded * wh.padded * ww.padded : inside;
-          int64_t sum = zp * (cnt - inside);  // the counted padded taps
-          for (int64_t kd = wd.k0; kd < wd.k1; ++kd)
-            for (int64_t kh = wh.k0; kh < wh.k1; ++kh)
-              for (int64_t kw = ww.k0; kw < ww.k1; ++kw)
-                sum += xp[plane * isz + ((wd.start + kd * p.D[0]) * p.I[1] + wh.start + kh * p.D[1]) * p.I[2] +
-                          ww.start + kw * p.D[2]];
-          const float v = cnt > 0 ? std::nearbyintf(static_cast<float>(sum) / static_cast<float>(cnt))
-                                  : static_cast<float>(zp);
-          yp[plane * osz + (od * p.O[1] + oh) * p.O[2] + ow] = static_cast<uint8_t>(std::clamp(static_cast<int>(v), 0, 255));
-        }
-      }
-    }
-}
-
-void average_pool(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
-  if (in[0].dtype == DType::u8) return average_pool_u8(g, n, pool_geom(g, n, in[0], out[0]), in[0], out[0]);
-  if (in[0].dtype != DType::f32) fail(n, "reference AveragePool expects f32 or u8");
-  const PoolGeom p = pool_geom(g, n, in[0], out[0]);
-  const float* xp = in[0].as<float>();
-  float* yp = out[0].as<float>();
+// AveragePool over the taps inside the input, divided by the count: the taps inside the declared
+// pads with count_include_pad, else those inside (ceil_mode overhang never counts).
+// f32: the mean in double. u8 keeps the input's quantization (scale s, zero point zp;
+// notes/quant_ir.md): the mean of the window's real values, s * (mean of codes - zp), is the code
+// mean; a counted padded tap is real 0, code zp. q = int(nearbyintf(float(sum of codes) /
+// float(count))), clamped to [0, 255], zp for an empty count (the sum is an exact integer in
+// float below 2^24: the fast kernels match byte for byte).
+template <class T>
+void average_pool_t(const PoolGeom& p, const TensorView& x, const TensorView& y, int64_t zp) {
+  using Sum = std::conditional_t<std::is_same_v<T, float>, double, int64_t>;
+  const T* xp = x.as<T>();
+  T* yp = y.as<T>();
   const int64_t isz = p.I[0] * p.I[1] * p.I[2], osz = p.O[0] * p.O[1] * p.O[2];
   for (int64_t plane = 0; plane < p.N * p.C; ++plane) {
-    const float* xs = xp + plane * isz;
+    const T* xs = xp + plane * isz;
     for (int64_t od = 0; od < p.O[0]; ++od) {
       const AxisWindow wd = axis_window(p, 0, od);
       for (int64_t oh = 0; oh < p.O[1]; ++oh) {
         const AxisWindow wh = axis_window(p, 1, oh);
         for (int64_t ow = 0; ow < p.O[2]; ++ow) {
           const AxisWindow ww = axis_window(p, 2, ow);
-          double sum = 0;
+          Sum sum = 0;
           for (int64_t kd = wd.k0; kd < wd.k1; ++kd)
             for (int64_t kh = wh.k0; kh < wh.k1; ++kh) {
-              const float* row = xs + ((wd.start + kd * p.D[0]) * p.I[1] + wh.start + kh * p.D[1]) * p.I[2];
+              const T* row = xs + ((wd.start + kd * p.D[0]) * p.I[1] + wh.start + kh * p.D[1]) * p.I[2];
               for (int64_t kw = ww.k0; kw < ww.k1; ++kw) sum += row[ww.start + kw * p.D[2]];
             }
-          // Padding counts only within the declared pads: ceil_mode overhang never does.
-          const int64_t cnt = p.count_include_pad ? wd.padded * wh.padded * ww.padded
-                                                  : (wd.k1 - wd.k0) * (wh.k1 - wh.k0) * (ww.k1 - ww.k0);
-          yp[plane * osz + (od * p.O[1] + oh) * p.O[2] + ow] =
-              cnt > 0 ? static_cast<float>(sum / static_cast<double>(cnt)) : 0.0f;
+          const int64_t inside = (wd.k1 - wd.k0) * (wh.k1 - wh.k0) * (ww.k1 - ww.k0);
+          const int64_t cnt = p.count_include_pad ? wd.padded * wh.padded * ww.padded : inside;
+          T& out = yp[plane * osz + (od * p.O[1] + oh) * p.O[2] + ow];
+          if constexpr (std::is_same_v<T, float>) {
+            out = cnt > 0 ? static_cast<float>(sum / static_cast<double>(cnt)) : 0.0f;
+          } else {
+            sum += zp * (cnt - inside);  // the counted padded taps
+            const float v = cnt > 0 ? std::nearbyintf(static_cast<float>(sum) / static_cast<float>(cnt))
+                                    : static_cast<float>(zp);
+            out = static_cast<T>(std::clamp(static_cast<int>(v), 0, 255));
+          }
         }
       }
     }
   }
+}
+
+void average_pool(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
+  const PoolGeom p = pool_geom(g, n, in[0], out[0]);
+  if (in[0].dtype == DType::f32) return average_pool_t<float>(p, in[0], out[0], 0);
+  if (in[0].dtype != DType::u8) fail(n, "reference AveragePool expects f32 or u8");
+  const auto& q = g.value(n.inputs[0]).quant;
+  if (!q || q->zero_point.size() != 1) fail(n, "u8 AveragePool needs a per-tensor quantized input");
+  average_pool_t<uint8_t>(p, in[0], out[0], q->zero_point[0]);
 }
 
 // u8 GlobalAveragePool keeps the input's quantization: q = int(nearbyintf(float(sum_q) / float(HW)))
