@@ -157,7 +157,14 @@ TEST(KernelInspect, IsaKernelsContainTheirSignatureInstructions) {
       EXPECT_GT(r.count("vpdpbusd"), 0) << c->name << ": no vpdpbusd";
       ++checked;
     }
-    if (f32 && ends_with(c->name, "-neon") && !binary) {  // f32 input of a binary conv: signs, no FMA
+    // Sigmoid by a polynomial of fused multiply-adds (kernels/f32-velementwise).
+    if (c->name.starts_with("f32-vsigmoid-") || c->name.starts_with("f32-vsilu-")) {
+      const char* key = ends_with(c->name, "-neon") ? "fmla" : "vfmadd231ps";
+      EXPECT_GT(r.count(key), 0) << c->name << ": no " << key;
+      ++checked;
+    }
+    // fp32 convs and matmuls (not the input of a binary conv: signs, no FMA; nor element-wise ops).
+    if (f32 && ends_with(c->name, "-neon") && !binary && (c->op == "Conv" || c->op == "Gemm" || c->op == "MatMul")) {
       EXPECT_GT(r.count("fmla"), 0) << c->name << ": no fmla";
       ++checked;
     }

@@ -5,6 +5,7 @@
 #include "lowbit/dispatch/registry.h"
 #include "lowbit/operators/conv2d_f32.h"
 #include "lowbit/operators/conv2d_winograd_f32.h"
+#include "lowbit/operators/elementwise_f32.h"
 #include "lowbit/operators/fully_connected_f32.h"
 #include "lowbit/operators/pool2d_f32.h"
 
@@ -98,6 +99,42 @@ const std::vector<KernelCandidate>& all_candidates() {
                  LOWBIT_AARCH64_ONLY(create_gemm_f32_neon), f32_gemm_neon});
     t.push_back({"MatMul", "f32-matmul-fc-6x16-neon", arm, {F::neon}, check_matmul_f32,
                  LOWBIT_AARCH64_ONLY(create_matmul_f32_neon), f32_gemm_neon});
+    // ---- element-wise (kernels/f32-velementwise): one row per op and kernel set, best set
+    // first; the portable set (every architecture) beats the reference's generic broadcast loop.
+    struct Elementwise {
+      const char* op;
+      const char* row;  // "f32-v<row>-<isa>"
+      const char* fn;   // micro-kernel "f32_v<fn>__<isa>"
+    };
+    const Elementwise ew[] = {{"Relu", "relu", "relu"},
+                              {"Clip", "clamp", "clamp"},
+                              {"LeakyRelu", "lrelu", "leaky_relu"},
+                              {"HardSigmoid", "hardsigmoid", "hard_sigmoid"},
+                              {"HardSwish", "hswish", "hard_swish"},
+                              {"Sigmoid", "sigmoid", "sigmoid"},
+                              {"SiLU", "silu", "silu"},
+                              {"Add", "add", "add"},
+                              {"Sub", "sub", "sub"},
+                              {"Mul", "mul", "mul"},
+                              {"Div", "div", "div"}};
+    struct EwSet {
+      const char* isa;
+      Arch arch;
+      std::vector<Feature> features;
+      std::unique_ptr<Kernel> (*create)(const NodeContext&);
+    };
+    const EwSet sets[] = {{"avx512", x86, {F::avx512f}, LOWBIT_X86_ONLY(create_velementwise_avx512)},
+                          {"avx2", x86, {F::avx2, F::fma}, LOWBIT_X86_ONLY(create_velementwise_avx2)},
+                          {"neon", arm, {F::neon}, LOWBIT_AARCH64_ONLY(create_velementwise_neon)},
+                          {"scalar", x86, {}, create_velementwise_portable}};
+    for (const Elementwise& e : ew)
+      for (const EwSet& set : sets) {
+        const std::string isa = set.isa;
+        std::vector<std::string> uk;
+        if (!set.features.empty()) uk = {std::string("f32_v") + e.fn + "__" + isa};
+        t.push_back({e.op, std::string("f32-v") + e.row + "-" + isa, set.arch, set.features, check_velementwise_f32,
+                     set.create, uk});
+      }
     return t;
   }();
   return table;

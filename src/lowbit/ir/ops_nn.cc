@@ -349,7 +349,8 @@ const bool kRegistered = [] {
   SchemaRegistrar({.op = "ConvTranspose", .min_inputs = 2, .max_inputs = 3, .infer = infer_conv_transpose});
   SchemaRegistrar({.op = "BatchNormalization", .min_inputs = 5, .max_inputs = 5, .min_outputs = 1, .max_outputs = 5,
                    .infer = infer_batch_norm});
-  for (const char* op : {"Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Exp", "Sqrt"})
+  // SiLU: lowbit's x * Sigmoid(x) (passes/fuse_activations.cc; exported as Sigmoid + Mul).
+  for (const char* op : {"Relu", "LeakyRelu", "Sigmoid", "SiLU", "HardSigmoid", "HardSwish", "Tanh", "Exp", "Sqrt"})
     SchemaRegistrar(unary(op, infer_unary_f32));
   for (const char* op : {"Neg", "Abs", "Sign"}) SchemaRegistrar(unary(op, infer_unary_numeric));
   SchemaRegistrar({.op = "Clip", .min_inputs = 1, .max_inputs = 3, .infer = infer_clip});

@@ -30,6 +30,9 @@ int pack_binary_chains(Graph& g);
 // Identity and Dropout (inference) disappear; their consumers read the input directly.
 int remove_identities(Graph& g);
 
+// Mul(x, Sigmoid(x)) becomes SiLU(x) (lowbit's op; the Sigmoid read only by that Mul).
+int fuse_silu(Graph& g);
+
 // Conv + Add(residual) + Relu/Clip and Gemm + Relu/Clip become one node with a fused epilogue
 // (attributes act_min/act_max, Conv input 3 = residual).
 int fuse_epilogues(Graph& g);

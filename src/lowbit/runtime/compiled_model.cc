@@ -54,6 +54,7 @@ std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const Compile
     remove_identities(graph);
     fold_batch_norm(graph);
     binarize_convs(graph);
+    fuse_silu(graph);
     fuse_epilogues(graph);
     pack_binary_chains(graph);
   }

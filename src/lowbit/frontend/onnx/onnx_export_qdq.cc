@@ -281,6 +281,12 @@ class QdqExporter {
 
   // fp32 nodes (and Q / DQ / u8 moves) as they are, with lowbit's fused epilogues spelled out.
   void emit_float(const Node& n) {
+    if (n.op == "SiLU") {  // lowbit's fused x * Sigmoid(x): ONNX has no SiLU before opset 24
+      const std::string x = name(n.inputs[0]), s = fresh(n.name + "_sigmoid");
+      node("Sigmoid", n.name + "_sigmoid", {x}, {s});
+      node("Mul", n.name, {x, s}, {g_.value(n.outputs[0]).name});
+      return;
+    }
     const bool conv_residual = n.op == "Conv" && Graph::input_or_none(n, 3) != kNoValue;
     const bool act = n.attrs.has("act_min") || n.attrs.has("act_max");
     if (n.op == "Softmax" && n.attrs.get_int("coerce_2d", 0) != 0)

@@ -68,6 +68,10 @@ void elu(const Graph&, const Node& n, In in, Out out) {
   map_f32(n, in, out, [=](float v) { return v >= 0 ? v : alpha * (std::exp(v) - 1.0f); });
 }
 void sigmoid(const Graph&, const Node& n, In in, Out out) { map_f32(n, in, out, sigmoid_f); }
+// lowbit's SiLU (Swish): x * Sigmoid(x), as the Mul it replaces computes it.
+void silu(const Graph&, const Node& n, In in, Out out) {
+  map_f32(n, in, out, [](float v) { return v * sigmoid_f(v); });
+}
 void hard_sigmoid(const Graph&, const Node& n, In in, Out out) {
   const float alpha = n.attrs.get_float("alpha", 0.2f), beta = n.attrs.get_float("beta", 0.5f);
   map_f32(n, in, out, [=](float v) { return std::clamp(alpha * v + beta, 0.0f, 1.0f); });
@@ -296,6 +300,7 @@ ReferenceRegistrar reg_sign("Sign", sign);
 ReferenceRegistrar reg_leaky_relu("LeakyRelu", leaky_relu);
 ReferenceRegistrar reg_elu("Elu", elu);
 ReferenceRegistrar reg_sigmoid("Sigmoid", sigmoid);
+ReferenceRegistrar reg_silu("SiLU", silu);
 ReferenceRegistrar reg_hard_sigmoid("HardSigmoid", hard_sigmoid);
 ReferenceRegistrar reg_hard_swish("HardSwish", hard_swish);
 ReferenceRegistrar reg_tanh("Tanh", tanh_op);

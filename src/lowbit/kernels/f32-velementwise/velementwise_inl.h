@@ -1,0 +1,156 @@
+#pragma once
+// The element-wise algorithms, written once over an ISA traits type V (included by the ISA files
+// only, after their intrinsics header):
+//   V::Vec, V::Mask, V::kLanes          a vector of floats, a lane mask, lanes per vector
+//   load(p) / store(p, v)               unaligned
+//   set1(f), add, sub, mul, div, fma(a, b, c) = a * b + c rounded once
+//   max(c, v) / min(c, v)               NaN in v comes out (x86 maxps order: the second operand)
+//   gt(a, b), ge(a, b), ordered(a)      masks; ordered: not NaN
+//   select(m, a, b)                     m ? a : b per lane
+//   abs(v), round(v)                    round: to nearest even
+//   pow2(n)                             2^n for integral n in [-126, 127]
+// Only IEEE operations with a fixed rounding sequence are used (every a * b + c is an explicit
+// fma), so every ISA's set, the portable one included, gives the same bits.
+#include <cstddef>
+#include <cstring>
+
+#include "lowbit/kernels/f32-velementwise/velementwise.h"
+
+namespace LOWBIT_KERNEL_NS {
+namespace velementwise {
+namespace {
+
+using ::lowbit::VUnaryParams;
+
+// sigmoid(x) = 1 / (1 + e^-x), from e = e^-|x|: 1 / (1 + e) for x > 0, e / (1 + e) otherwise, so
+// no 1 - s cancellation. e^t for t = -|x| <= 0: t = n ln2 + r with n = round(t log2 e) and
+// |r| <= ln2 / 2 (ln2 in two parts, Cody-Waite), e^r by Cephes' degree-7 expf polynomial, 2^n
+// from the exponent bits. Below t = -87.33 (e^t under FLT_MIN) e is 0: sigmoid(x) = 0 there,
+// where the true value is below 1.2e-38. NaN stays NaN. Measured error: README.md.
+template <class V>
+inline typename V::Vec sigmoid(typename V::Vec x) {
+  using Vec = typename V::Vec;
+  const Vec z = V::abs(x);
+  const Vec t = V::max(V::set1(-87.33654f), V::sub(V::set1(0.0f), z));
+  const Vec n = V::round(V::mul(t, V::set1(1.44269504088896341f)));
+  Vec r = V::fma(n, V::set1(-0.693359375f), t);
+  r = V::fma(n, V::set1(2.12194440e-4f), r);
+  Vec p = V::set1(1.9875691500e-4f);
+  p = V::fma(p, r, V::set1(1.3981999507e-3f));
+  p = V::fma(p, r, V::set1(8.3334519073e-3f));
+  p = V::fma(p, r, V::set1(4.1665795894e-2f));
+  p = V::fma(p, r, V::set1(1.6666665459e-1f));
+  p = V::fma(p, r, V::set1(5.0000001201e-1f));
+  p = V::fma(p, V::mul(r, r), r);
+  p = V::add(p, V::set1(1.0f));
+  Vec e = V::mul(p, V::pow2(n));
+  e = V::select(V::gt(z, V::set1(87.33654f)), V::set1(0.0f), e);
+  const Vec d = V::add(V::set1(1.0f), e);
+  const Vec y = V::div(V::select(V::gt(x, V::set1(0.0f)), V::set1(1.0f), e), d);
+  return V::select(V::ordered(x), y, x);
+}
+
+template <class V, ::lowbit::VUnary kOp>
+inline typename V::Vec unary1(typename V::Vec x, const VUnaryParams& p) {
+  using ::lowbit::VUnary;
+  const typename V::Vec zero = V::set1(0.0f);
+  if constexpr (kOp == VUnary::relu) return V::select(V::gt(x, zero), x, zero);  // NaN -> 0, as the reference
+  if constexpr (kOp == VUnary::clamp) return V::min(V::set1(p.hi), V::max(V::set1(p.lo), x));
+  if constexpr (kOp == VUnary::leaky_relu) return V::select(V::ge(x, zero), x, V::mul(V::set1(p.alpha), x));
+  if constexpr (kOp == VUnary::hard_sigmoid)
+    return V::min(V::set1(1.0f), V::max(zero, V::fma(V::set1(p.alpha), x, V::set1(p.beta))));
+  // x * clamp(x / 6 + 1/2, 0, 1): the division as the reference writes it (bit-identical to it).
+  if constexpr (kOp == VUnary::hard_swish)
+    return V::mul(x, V::min(V::set1(1.0f), V::max(zero, V::add(V::div(x, V::set1(6.0f)), V::set1(0.5f)))));
+  if constexpr (kOp == VUnary::sigmoid) return sigmoid<V>(x);
+  if constexpr (kOp == VUnary::silu) return V::mul(x, sigmoid<V>(x));
+}
+
+// Whole vectors, then the tail through a vector-sized buffer (no lane past n is read or written).
+template <class V, ::lowbit::VUnary kOp>
+void unary(size_t n, const float* x, float* y, const VUnaryParams& p) {
+  constexpr size_t L = V::kLanes;
+  size_t i = 0;
+  for (; i + L <= n; i += L) V::store(y + i, unary1<V, kOp>(V::load(x + i), p));
+  if (i < n) {
+    float buf[L] = {};
+    std::memcpy(buf, x + i, (n - i) * sizeof(float));
+    V::store(buf, unary1<V, kOp>(V::load(buf), p));
+    std::memcpy(y + i, buf, (n - i) * sizeof(float));
+  }
+}
+
+template <class V, ::lowbit::VBinary kOp>
+inline typename V::Vec binary1(typename V::Vec a, typename V::Vec b) {
+  using ::lowbit::VBinary;
+  if constexpr (kOp == VBinary::add) return V::add(a, b);
+  if constexpr (kOp == VBinary::sub) return V::sub(a, b);
+  if constexpr (kOp == VBinary::mul) return V::mul(a, b);
+  if constexpr (kOp == VBinary::div) return V::div(a, b);
+}
+
+// kA / kB: that side is a vector (else its one value broadcast).
+template <class V, ::lowbit::VBinary kOp, bool kA, bool kB>
+void binary(size_t n, const float* a, const float* b, float* y) {
+  constexpr size_t L = V::kLanes;
+  const typename V::Vec a0 = V::set1(a[0]), b0 = V::set1(b[0]);
+  size_t i = 0;
+  for (; i + L <= n; i += L)
+    V::store(y + i, binary1<V, kOp>(kA ? V::load(a + i) : a0, kB ? V::load(b + i) : b0));
+  if (i < n) {
+    float ba[L] = {}, bb[L] = {};
+    if constexpr (kA) std::memcpy(ba, a + i, (n - i) * sizeof(float));
+    if constexpr (kB) std::memcpy(bb, b + i, (n - i) * sizeof(float));
+    V::store(ba, binary1<V, kOp>(kA ? V::load(ba) : a0, kB ? V::load(bb) : b0));
+    std::memcpy(y + i, ba, (n - i) * sizeof(float));
+  }
+}
+
+}  // namespace
+}  // namespace velementwise
+}  // namespace LOWBIT_KERNEL_NS
+
+// Each ISA file's named kernels and its set, from its traits type V: f32_vsigmoid__avx2,
+// f32_vmul__avx2<kA, kB>, ... (`inspect --kernels` finds the micro-kernels by these names).
+#define LOWBIT_VUNARY_FN(ISA, V, OP)                                                                 \
+  void f32_v##OP##__##ISA(size_t n, const float* x, float* y, const ::lowbit::VUnaryParams& p) {      \
+    ::LOWBIT_KERNEL_NS::velementwise::unary<V, ::lowbit::VUnary::OP>(n, x, y, p);                     \
+  }
+#define LOWBIT_VBINARY_FN(ISA, V, OP)                                                                \
+  template <bool kA, bool kB>                                                                        \
+  void f32_v##OP##__##ISA(size_t n, const float* a, const float* b, float* y) {                      \
+    ::LOWBIT_KERNEL_NS::velementwise::binary<V, ::lowbit::VBinary::OP, kA, kB>(n, a, b, y);           \
+  }
+#define LOWBIT_VBINARY_SET(k, ISA, OP)                                                               \
+  k.vv[static_cast<int>(::lowbit::VBinary::OP)] = &f32_v##OP##__##ISA<true, true>;                   \
+  k.vs[static_cast<int>(::lowbit::VBinary::OP)] = &f32_v##OP##__##ISA<true, false>;                  \
+  k.sv[static_cast<int>(::lowbit::VBinary::OP)] = &f32_v##OP##__##ISA<false, true>;
+#define LOWBIT_VELEMENTWISE_KERNELS(ISA, V)                                                          \
+  LOWBIT_VUNARY_FN(ISA, V, relu)                                                                     \
+  LOWBIT_VUNARY_FN(ISA, V, clamp)                                                                    \
+  LOWBIT_VUNARY_FN(ISA, V, leaky_relu)                                                               \
+  LOWBIT_VUNARY_FN(ISA, V, hard_sigmoid)                                                             \
+  LOWBIT_VUNARY_FN(ISA, V, hard_swish)                                                               \
+  LOWBIT_VUNARY_FN(ISA, V, sigmoid)                                                                  \
+  LOWBIT_VUNARY_FN(ISA, V, silu)                                                                     \
+  LOWBIT_VBINARY_FN(ISA, V, add)                                                                     \
+  LOWBIT_VBINARY_FN(ISA, V, sub)                                                                     \
+  LOWBIT_VBINARY_FN(ISA, V, mul)                                                                     \
+  LOWBIT_VBINARY_FN(ISA, V, div)                                                                     \
+  constexpr ::lowbit::F32VElementwiseKernels make_##ISA(uint32_t features) {                         \
+    ::lowbit::F32VElementwiseKernels k;                                                              \
+    k.isa = #ISA;                                                                                    \
+    k.features = features;                                                                           \
+    k.unary[static_cast<int>(::lowbit::VUnary::relu)] = &f32_vrelu__##ISA;                           \
+    k.unary[static_cast<int>(::lowbit::VUnary::clamp)] = &f32_vclamp__##ISA;                         \
+    k.unary[static_cast<int>(::lowbit::VUnary::leaky_relu)] = &f32_vleaky_relu__##ISA;               \
+    k.unary[static_cast<int>(::lowbit::VUnary::hard_sigmoid)] = &f32_vhard_sigmoid__##ISA;           \
+    k.unary[static_cast<int>(::lowbit::VUnary::hard_swish)] = &f32_vhard_swish__##ISA;               \
+    k.unary[static_cast<int>(::lowbit::VUnary::sigmoid)] = &f32_vsigmoid__##ISA;                     \
+    k.unary[static_cast<int>(::lowbit::VUnary::silu)] = &f32_vsilu__##ISA;                           \
+    LOWBIT_VBINARY_SET(k, ISA, add)                                                                  \
+    LOWBIT_VBINARY_SET(k, ISA, sub)                                                                  \
+    LOWBIT_VBINARY_SET(k, ISA, mul)                                                                  \
+    LOWBIT_VBINARY_SET(k, ISA, div)                                                                  \
+    return k;                                                                                        \
+  }

@@ -1,0 +1,178 @@
+// fp32 element-wise drivers: the op and the broadcast are resolved once at creation; a run is one
+// kernel call per contiguous chunk, chunks split over threads.
+#include "lowbit/operators/elementwise_f32.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "lowbit/common/error.h"
+#include "lowbit/kernels/f32-velementwise/velementwise.h"
+
+namespace lowbit {
+namespace {
+
+std::optional<VUnary> unary_of(const std::string& op) {
+  if (op == "Relu") return VUnary::relu;
+  if (op == "Clip") return VUnary::clamp;
+  if (op == "LeakyRelu") return VUnary::leaky_relu;
+  if (op == "HardSigmoid") return VUnary::hard_sigmoid;
+  if (op == "HardSwish") return VUnary::hard_swish;
+  if (op == "Sigmoid") return VUnary::sigmoid;
+  if (op == "SiLU") return VUnary::silu;
+  return std::nullopt;
+}
+
+std::optional<VBinary> binary_of(const std::string& op) {
+  if (op == "Add") return VBinary::add;
+  if (op == "Sub") return VBinary::sub;
+  if (op == "Mul") return VBinary::mul;
+  if (op == "Div") return VBinary::div;
+  return std::nullopt;
+}
+
+// How a binary node's inputs map onto its output: the output is `outer` runs of `inner`
+// elements; a full side reads every element, a short side one value per run (outer == 1: a
+// scalar).
+struct Broadcast {
+  bool a_full = true, b_full = true;
+  int64_t outer = 1, inner = 1;
+};
+
+// A side is full (its shape is the output's), or short: its numel is the product of the output's
+// first k dims and its shape, right-aligned to the output's rank, is those dims then ones.
+std::optional<Broadcast> resolve(const Shape& a, const Shape& b, const Shape& y) {
+  const int64_t ny = num_elements(y);
+  const auto full = [&](const Shape& s) { return s == y; };
+  // k when s, right-aligned to y's rank, is y's first k dims then ones; else -1.
+  const auto lead = [&](const Shape& s) -> int64_t {
+    if (s.size() > y.size()) return -1;
+    Shape sp(y.size() - s.size(), 1);
+    sp.insert(sp.end(), s.begin(), s.end());
+    size_t k = sp.size();
+    while (k > 0 && sp[k - 1] == 1) --k;
+    for (size_t i = 0; i < k; ++i)
+      if (sp[i] != y[i]) return -1;
+    return static_cast<int64_t>(k);
+  };
+  Broadcast r;
+  if (full(a) && full(b)) {
+    r.outer = 1, r.inner = ny;
+    return r;
+  }
+  for (int side = 0; side < 2; ++side) {
+    const Shape& f = side ? a : b;  // the full side
+    const Shape& s = side ? b : a;  // the short one
+    if (!full(f)) continue;
+    const int64_t k = lead(s);
+    if (k < 0) continue;
+    int64_t outer = 1;
+    for (int64_t i = 0; i < k; ++i) outer *= y[static_cast<size_t>(i)];
+    if (outer != num_elements(s)) continue;
+    r.a_full = side == 1;
+    r.b_full = side == 0;
+    r.outer = outer;
+    r.inner = outer ? ny / outer : 0;
+    return r;
+  }
+  return std::nullopt;
+}
+
+class VElementwise final : public Kernel {
+ public:
+  VElementwise(const NodeContext& ctx, const F32VElementwiseKernels& ks) {
+    const Node& n = ctx.node;
+    if (auto u = unary_of(n.op)) {
+      unary_ = ks.unary[static_cast<int>(*u)];
+      if (*u == VUnary::leaky_relu) params_.alpha = n.attrs.get_float("alpha", 0.01f);
+      if (*u == VUnary::hard_sigmoid) {
+        params_.alpha = n.attrs.get_float("alpha", 0.2f);
+        params_.beta = n.attrs.get_float("beta", 0.5f);
+      }
+      clip_ = *u == VUnary::clamp;
+      return;
+    }
+    const VBinary op = *binary_of(n.op);
+    bc_ = *resolve(ctx.in(0).shape, ctx.in(1).shape, ctx.out(0).shape);
+    const int o = static_cast<int>(op);
+    binary_ = bc_.a_full && bc_.b_full ? ks.vv[o] : bc_.a_full ? ks.vs[o] : ks.sv[o];
+  }
+
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+    float* y = out[0].as<float>();
+    if (unary_) {
+      VUnaryParams p = params_;
+      if (clip_) {  // min / max are inputs (opset 11+): scalars, read per run
+        if (in.size() > 1 && in[1].data) p.lo = in[1].as<float>()[0];
+        if (in.size() > 2 && in[2].data) p.hi = in[2].as<float>()[0];
+      }
+      const float* x = in[0].as<float>();
+      const int64_t n = out[0].numel();
+      pool.parallel_for(ops_chunks(n), [&](int64_t c, int) {
+        const int64_t i0 = c * kChunk, i1 = std::min(n, i0 + kChunk);
+        unary_(static_cast<size_t>(i1 - i0), x + i0, y + i0, p);
+      });
+      return;
+    }
+    const float* a = in[0].as<float>();
+    const float* b = in[1].as<float>();
+    if (bc_.outer == 1) {  // one run: chunks of it
+      const int64_t n = bc_.inner;
+      pool.parallel_for(ops_chunks(n), [&](int64_t c, int) {
+        const int64_t i0 = c * kChunk, i1 = std::min(n, i0 + kChunk);
+        binary_(static_cast<size_t>(i1 - i0), bc_.a_full ? a + i0 : a, bc_.b_full ? b + i0 : b, y + i0);
+      });
+      return;
+    }
+    pool.parallel_for(bc_.outer, [&](int64_t r, int) {  // a run per short-side value
+      const int64_t o = r * bc_.inner;
+      binary_(static_cast<size_t>(bc_.inner), bc_.a_full ? a + o : a + r, bc_.b_full ? b + o : b + r, y + o);
+    });
+  }
+
+ private:
+  // 16 K floats (64 KB) a task: memory-bound work, big enough that a task is not mostly overhead.
+  static constexpr int64_t kChunk = 16384;
+  static int64_t ops_chunks(int64_t n) { return (n + kChunk - 1) / kChunk; }
+  VUnaryFn unary_ = nullptr;
+  VUnaryParams params_;
+  bool clip_ = false;
+  VBinaryFn binary_ = nullptr;
+  Broadcast bc_;
+};
+
+std::unique_ptr<Kernel> create_with(const NodeContext& ctx, const F32VElementwiseKernels* ks) {
+  if (!ks) throw Error("element-wise kernels of this ISA are not in this build");
+  return std::make_unique<VElementwise>(ctx, *ks);
+}
+
+}  // namespace
+
+std::string check_velementwise_f32(const NodeContext& ctx) {
+  const Node& n = ctx.node;
+  const bool unary = unary_of(n.op).has_value();
+  if (!unary && !binary_of(n.op)) return "not an element-wise op of these kernels";
+  for (size_t i = 0; i < (unary ? 1 : 2); ++i)
+    if (ctx.in(i).dtype != DType::f32) return std::string("input dtype ") + dtype_name(ctx.in(i).dtype) + ", needs f32";
+  if (ctx.out(0).dtype != DType::f32) return std::string("output dtype ") + dtype_name(ctx.out(0).dtype) + ", needs f32";
+  if (n.op == "Clip")
+    for (size_t i = 1; i < 3; ++i)
+      if (ctx.has_input(i) && (ctx.in(i).dtype != DType::f32 || num_elements(ctx.in(i).shape) != 1))
+        return "Clip min / max must be f32 scalars";
+  if (!unary && !resolve(ctx.in(0).shape, ctx.in(1).shape, ctx.out(0).shape))
+    return "broadcast " + shape_str(ctx.in(0).shape) + " with " + shape_str(ctx.in(1).shape) +
+           ": only equal shapes, a scalar, or leading dims then ones (per-channel [N, C, 1, 1])";
+  return "";
+}
+
+std::unique_ptr<Kernel> create_velementwise_portable(const NodeContext& ctx) {
+  return create_with(ctx, f32_velementwise_portable());
+}
+#if defined(__x86_64__)
+std::unique_ptr<Kernel> create_velementwise_avx512(const NodeContext& ctx) { return create_with(ctx, f32_velementwise_avx512()); }
+std::unique_ptr<Kernel> create_velementwise_avx2(const NodeContext& ctx) { return create_with(ctx, f32_velementwise_avx2()); }
+#endif
+#if defined(__aarch64__)
+std::unique_ptr<Kernel> create_velementwise_neon(const NodeContext& ctx) { return create_with(ctx, f32_velementwise_neon()); }
+#endif
+
+}  // namespace lowbit

@@ -1,0 +1,368 @@
+// fp32 element-wise kernels (kernels/f32-velementwise, operators/elementwise_f32):
+// - every kernel set the host runs gives the portable set's bits, on random and special values;
+// - the portable set against outside oracles: the reference kernels for the exact ops,
+//   double-precision math for Sigmoid / SiLU over a sweep of the whole float range (the error
+//   bound is the one README.md documents);
+// - every dispatch row through its driver against the reference, broadcasts and threads included;
+// - the SiLU fusion pass.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "lowbit/dispatch/registry.h"
+#include "lowbit/ir/op_schema.h"
+#include "lowbit/kernels/f32-velementwise/velementwise.h"
+#include "lowbit/kernels/reference/reference.h"
+#include "lowbit/operators/elementwise_f32.h"
+#include "lowbit/passes/passes.h"
+#include "lowbit/runtime/thread_pool.h"
+
+namespace lowbit {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// NaN equals NaN; +0 equals -0 (NEON's fmax orders zeros differently from maxps).
+bool same(float a, float b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+// Random values of every magnitude plus the special ones.
+std::vector<float> test_values(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<float> v(n);
+  const float specials[] = {0.0f,  -0.0f, 1.0f,   -1.0f,  3.0f,   -3.0f,   6.0f,      -6.0f,  kInf, -kInf, kNaN,
+                            87.3f, -87.3f, 88.0f, -88.0f, 104.0f, -104.0f, 1e-40f,    -1e-40f, 1e30f, -1e30f,
+                            0.5f,  -0.5f, 20.0f,  -20.0f, 1e-7f,  -1e-7f,  3.4e38f,   -3.4e38f};
+  std::uniform_real_distribution<float> small(-12.0f, 12.0f);
+  std::uniform_int_distribution<uint32_t> bits;
+  for (size_t i = 0; i < n; ++i) {
+    if (i % 7 == 3) v[i] = specials[(i / 7) % std::size(specials)];
+    else if (i % 3 == 0) v[i] = std::bit_cast<float>(bits(rng));  // any float, NaNs included
+    else v[i] = small(rng);
+  }
+  return v;
+}
+
+const F32VElementwiseKernels& portable() { return *f32_velementwise_sets().back(); }
+
+std::vector<const F32VElementwiseKernels*> host_sets() {
+  std::vector<const F32VElementwiseKernels*> v;
+  for (const F32VElementwiseKernels* k : f32_velementwise_sets())
+    if (k->runs_on(host_target())) v.push_back(k);
+  return v;
+}
+
+VUnaryParams params_for(VUnary op) {
+  VUnaryParams p;
+  if (op == VUnary::leaky_relu) p.alpha = 0.1f;
+  if (op == VUnary::hard_sigmoid) p.alpha = 0.2f, p.beta = 0.5f;
+  if (op == VUnary::clamp) p.lo = -1.5f, p.hi = 6.0f;
+  return p;
+}
+
+TEST(F32VElementwise, EverySetGivesThePortableSetsBits) {
+  for (size_t n : {size_t{1}, size_t{3}, size_t{4}, size_t{7}, size_t{8}, size_t{15}, size_t{16}, size_t{17},
+                   size_t{33}, size_t{1000}}) {
+    const std::vector<float> a = test_values(n, static_cast<uint32_t>(n)), b = test_values(n, static_cast<uint32_t>(n + 99));
+    for (const F32VElementwiseKernels* k : host_sets()) {
+      for (int u = 0; u < kVUnaryCount; ++u) {
+        const VUnary op = static_cast<VUnary>(u);
+        std::vector<float> y(n + 1, 123.0f), r(n + 1, 123.0f);  // + 1: nothing past n is written
+        k->unary[u](n, a.data(), y.data(), params_for(op));
+        portable().unary[u](n, a.data(), r.data(), params_for(op));
+        for (size_t i = 0; i <= n; ++i)
+          ASSERT_TRUE(same(y[i], r[i])) << k->isa << " " << vunary_name(op) << " n " << n << " x " << a[i % n]
+                                        << ": " << y[i] << " vs " << r[i];
+      }
+      for (int o = 0; o < kVBinaryCount; ++o)
+        for (int mode = 0; mode < 3; ++mode) {
+          const VBinaryFn f = mode == 0 ? k->vv[o] : mode == 1 ? k->vs[o] : k->sv[o];
+          const VBinaryFn g = mode == 0 ? portable().vv[o] : mode == 1 ? portable().vs[o] : portable().sv[o];
+          std::vector<float> y(n + 1, 123.0f), r(n + 1, 123.0f);
+          f(n, a.data(), b.data(), y.data());
+          g(n, a.data(), b.data(), r.data());
+          for (size_t i = 0; i <= n; ++i)
+            ASSERT_TRUE(same(y[i], r[i])) << k->isa << " " << vbinary_name(static_cast<VBinary>(o)) << " mode " << mode;
+        }
+    }
+  }
+}
+
+// The exact ops against the reference kernels, element by element (the reference runs one node).
+float reference_unary(const std::string& op, float x, const VUnaryParams& p) {
+  Graph g;
+  ValueId vx = g.add_value("x", DType::f32, {1}, true), vy = g.add_value("y", DType::f32, {1}, true);
+  Attributes a;
+  if (op == "LeakyRelu") a.set("alpha", p.alpha);
+  if (op == "HardSigmoid") a.set("alpha", p.alpha), a.set("beta", p.beta);
+  std::vector<ValueId> ins = {vx};
+  Tensor lo(DType::f32, {}), hi(DType::f32, {});
+  lo.data<float>()[0] = p.lo, hi.data<float>()[0] = p.hi;
+  if (op == "Clip") ins.push_back(g.add_constant("lo", lo)), ins.push_back(g.add_constant("hi", hi));
+  g.add_node(op, "n", ins, {vy}, a);
+  float y = 0;
+  std::vector<TensorView> in = {TensorView{&x, DType::f32, {1}}};
+  if (op == "Clip") in.push_back(lo.view()), in.push_back(hi.view());
+  std::vector<TensorView> out = {TensorView{&y, DType::f32, {1}}};
+  find_reference(op)(g, g.nodes[0], in, out);
+  return y;
+}
+
+TEST(F32VElementwise, ExactOpsMatchTheReference) {
+  const std::vector<float> xs = test_values(3000, 5);
+  const std::pair<VUnary, const char*> ops[] = {{VUnary::relu, "Relu"},
+                                                {VUnary::clamp, "Clip"},
+                                                {VUnary::leaky_relu, "LeakyRelu"},
+                                                {VUnary::hard_swish, "HardSwish"}};
+  for (auto [op, name] : ops) {
+    std::vector<float> y(xs.size());
+    portable().unary[static_cast<int>(op)](xs.size(), xs.data(), y.data(), params_for(op));
+    for (size_t i = 0; i < xs.size(); ++i)
+      ASSERT_TRUE(same(y[i], reference_unary(name, xs[i], params_for(op)))) << name << " x " << xs[i] << " got " << y[i];
+  }
+  // HardSigmoid fuses alpha * x + beta (one rounding; the reference rounds twice): 1 ulp.
+  std::vector<float> y(xs.size());
+  portable().unary[static_cast<int>(VUnary::hard_sigmoid)](xs.size(), xs.data(), y.data(), params_for(VUnary::hard_sigmoid));
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const float r = reference_unary("HardSigmoid", xs[i], params_for(VUnary::hard_sigmoid));
+    if (std::isnan(r)) ASSERT_TRUE(std::isnan(y[i]));
+    else ASSERT_LE(std::fabs(y[i] - r), 6e-8f) << xs[i];
+  }
+}
+
+// Error in units of the float spacing at the true value (an absolute 2^-149 floor: denormals).
+double ulp_error(float got, double truth) {
+  if (std::isnan(truth)) return std::isnan(got) ? 0.0 : 1e30;
+  if (std::isinf(truth)) return got == truth ? 0.0 : 1e30;
+  const double t = std::fabs(truth);
+  const double ulp = t < 1.1754943508222875e-38 ? 1.401298464324817e-45 : std::ldexp(1.0, std::ilogb(t) - 23);
+  return std::fabs(static_cast<double>(got) - truth) / ulp;
+}
+
+double sigmoid_truth(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// Sigmoid and SiLU over the whole float range: every 4099th bit pattern (1.05 M floats, both
+// signs, denormals, infinities, NaNs), plus every float step near 0 and the saturation points.
+// The bound (README.md): 2.5 ulp for Sigmoid where its value is a normal float (x >= -87.33),
+// and below that an absolute error under 1.2e-38 (the kernel returns 0 there); SiLU within
+// 3 ulp for x >= -87.33 where x * sigmoid(x) is normal, and below -87.33 (where it returns -0)
+// an absolute error under 1.1e-36.
+TEST(F32VElementwise, SigmoidAndSiluAccuracyOverTheFloatRange) {
+  std::vector<float> xs;
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 4099) xs.push_back(std::bit_cast<float>(static_cast<uint32_t>(b)));
+  for (float x = -1.0f; x <= 1.0f; x += 1.0f / 4096) xs.push_back(x);
+  for (float x : {87.33654f, -87.33654f, 87.34f, -87.34f, 88.7f, -88.7f, 103.9f, -103.9f, kInf, -kInf}) xs.push_back(x);
+  for (const F32VElementwiseKernels* k : host_sets()) {
+    std::vector<float> s(xs.size()), si(xs.size());
+    k->unary[static_cast<int>(VUnary::sigmoid)](xs.size(), xs.data(), s.data(), {});
+    k->unary[static_cast<int>(VUnary::silu)](xs.size(), xs.data(), si.data(), {});
+    double worst_s = 0, worst_silu = 0;
+    float at_s = 0, at_silu = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const float x = xs[i];
+      if (std::isnan(x)) {
+        ASSERT_TRUE(std::isnan(s[i]) && std::isnan(si[i])) << k->isa;
+        continue;
+      }
+      const double t = sigmoid_truth(x);
+      if (t >= 1.1754943508222875e-38) {
+        const double e = ulp_error(s[i], t);
+        if (e > worst_s) worst_s = e, at_s = x;
+      } else {
+        ASSERT_LT(std::fabs(s[i] - t), 1.2e-38) << k->isa << " sigmoid(" << x << ") = " << s[i];
+      }
+      ASSERT_GE(s[i], 0.0f) << x;
+      ASSERT_LE(s[i], 1.0f) << x;
+      const double u = static_cast<double>(x) * t;
+      if (std::isinf(x)) continue;  // SiLU(+inf) = inf; SiLU(-inf) = -inf * 0 = NaN, as x * Sigmoid(x) in float
+      if (x >= -87.33f && std::fabs(u) >= 1.1754943508222875e-38 && std::fabs(u) < 3.4e38) {
+        const double e = ulp_error(si[i], u);
+        if (e > worst_silu) worst_silu = e, at_silu = x;
+      } else if (std::fabs(u) < 1.1754943508222875e-38 || x < -87.33f) {
+        ASSERT_LT(std::fabs(si[i] - u), 1.1e-36) << k->isa << " silu(" << x << ") = " << si[i];
+      }
+    }
+    std::printf("%s: sigmoid max %.2f ulp (at %g), silu max %.2f ulp (at %g), %zu inputs\n", k->isa, worst_s, at_s,
+                worst_silu, at_silu, xs.size());
+    EXPECT_LE(worst_s, 2.5) << k->isa << " at " << at_s;
+    EXPECT_LE(worst_silu, 3.0) << k->isa << " at " << at_silu;
+  }
+  // The specials, exactly.
+  const float in[] = {0.0f, kInf, -kInf, -200.0f, 200.0f};
+  float out[5];
+  portable().unary[static_cast<int>(VUnary::sigmoid)](5, in, out, {});
+  EXPECT_EQ(out[0], 0.5f);
+  EXPECT_EQ(out[1], 1.0f);
+  EXPECT_EQ(out[2], 0.0f);
+  EXPECT_EQ(out[3], 0.0f);
+  EXPECT_EQ(out[4], 1.0f);
+}
+
+// ---- dispatch rows through the driver ----
+
+struct OneNode {
+  Graph g;
+  std::vector<Tensor> inputs;
+  void input(const Shape& s, uint32_t seed) {
+    Tensor t(DType::f32, s);
+    const std::vector<float> v = test_values(static_cast<size_t>(t.numel()), seed);
+    std::memcpy(t.data<float>(), v.data(), v.size() * sizeof(float));
+    ValueId id = g.add_value("x" + std::to_string(inputs.size()), DType::f32, s, true);
+    g.inputs.push_back(id);
+    inputs.push_back(std::move(t));
+  }
+  void node(const std::string& op, Attributes a = {}) {
+    ValueId y = g.add_value("y");
+    std::vector<ValueId> ins(g.inputs.begin(), g.inputs.end());
+    g.add_node(op, "n0", ins, {y}, std::move(a));
+    g.outputs = {y};
+    validate(g);
+  }
+  Tensor out() const { return Tensor(DType::f32, g.value(g.outputs[0]).shape); }
+  std::vector<TensorView> views() const {
+    std::vector<TensorView> v;
+    for (const Tensor& t : inputs) v.push_back(t.view());
+    return v;
+  }
+};
+
+std::vector<const KernelCandidate*> velementwise_rows(const std::string& op) {
+  std::vector<const KernelCandidate*> v;
+  for (const KernelCandidate& c : all_candidates())
+    if (c.op == op && c.check == &check_velementwise_f32) v.push_back(&c);
+  return v;
+}
+
+bool runs_here(const KernelCandidate& c) {
+  if (!c.create) return false;
+  if (!c.features.empty() && c.arch != host_target().arch) return false;
+  for (Feature f : c.features)
+    if (!host_target().has(f)) return false;
+  return true;
+}
+
+void expect_rows_match_reference(const OneNode& m, bool exact, const std::string& what) {
+  const Node& n = m.g.nodes[0];
+  Tensor ref = m.out();
+  std::vector<TensorView> in = m.views(), ro = {ref.view()};
+  find_reference(n.op)(m.g, n, in, ro);
+  int ran = 0;
+  for (const KernelCandidate* c : velementwise_rows(n.op)) {
+    if (!runs_here(*c)) continue;
+    const Target host = host_target();
+    for (int threads : {1, 3}) {
+      NodeContext ctx{m.g, n, host, threads};
+      ASSERT_EQ(c->check(ctx), "") << c->name << " " << what;
+      auto k = c->create(ctx);
+      ThreadPool pool(threads);
+      Tensor y = m.out();
+      std::vector<TensorView> out = {y.view()};
+      k->run(in, out, pool);
+      for (int64_t i = 0; i < y.numel(); ++i) {
+        const float a = y.data<float>()[i], r = ref.data<float>()[i];
+        if (exact) ASSERT_TRUE(same(a, r)) << c->name << " " << what << " at " << i << ": " << a << " vs " << r;
+        else if (std::isnan(r) || std::isinf(r)) ASSERT_TRUE(same(a, r) || std::isnan(r)) << c->name << " " << what << " at " << i;
+        else ASSERT_LE(std::fabs(a - r), 4e-7f * std::max(1.0f, std::fabs(r))) << c->name << " " << what << " at " << i;
+      }
+    }
+    ++ran;
+  }
+  EXPECT_GE(ran, 1) << what << ": no row ran (the portable one always can)";
+}
+
+TEST(F32VElementwise, EveryUnaryRowMatchesTheReference) {
+  uint32_t seed = 1;
+  for (const char* op : {"Relu", "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "SiLU"})
+    for (Shape s : std::vector<Shape>{{1}, {7}, {1, 3, 5, 5}, {2, 16, 33, 17}, {1, 1, 200, 200}}) {
+      OneNode m;
+      m.input(s, seed++);
+      Attributes a;
+      if (std::string(op) == "LeakyRelu") a.set("alpha", 0.07f);
+      if (std::string(op) == "HardSigmoid") a.set("alpha", 0.25f), a.set("beta", 0.4f);
+      if (std::string(op) == "Clip") {
+        Tensor lo(DType::f32, {}), hi(DType::f32, {});
+        lo.data<float>()[0] = 0.0f, hi.data<float>()[0] = 6.0f;
+        ValueId y = m.g.add_value("y");
+        m.g.add_node("Clip", "n0", {m.g.inputs[0], m.g.add_constant("lo", lo), m.g.add_constant("hi", hi)}, {y});
+        m.g.outputs = {y};
+        validate(m.g);
+        m.inputs.push_back(lo), m.inputs.push_back(hi);
+      } else {
+        m.node(op, a);
+      }
+      const bool exact = std::string(op) != "Sigmoid" && std::string(op) != "SiLU" && std::string(op) != "HardSigmoid";
+      expect_rows_match_reference(m, exact, std::string(op) + " " + shape_str(s));
+    }
+}
+
+TEST(F32VElementwise, EveryBinaryRowMatchesTheReferenceOnEveryBroadcast) {
+  uint32_t seed = 100;
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{1, 3, 7, 9}, {1, 3, 7, 9}},   {{1, 40, 5, 5}, {1, 40, 1, 1}}, {{1, 40, 1, 1}, {1, 40, 5, 5}},
+      {{2, 8, 3, 3}, {2, 8, 1, 1}},   {{1, 5, 6, 7}, {}},             {{}, {1, 5, 6, 7}},
+      {{1, 5, 6, 7}, {1}},            {{40, 5, 6}, {40, 1, 1}},       {{1, 96, 56, 56}, {1, 96, 1, 1}},
+      {{3, 100000}, {3, 1}},          {{1, 1, 1}, {1, 1, 1}}};
+  for (const char* op : {"Add", "Sub", "Mul", "Div"})
+    for (const auto& [a, b] : shapes) {
+      OneNode m;
+      m.input(a, seed++);
+      m.input(b, seed++);
+      m.node(op);
+      expect_rows_match_reference(m, true, std::string(op) + " " + shape_str(a) + " " + shape_str(b));
+    }
+}
+
+TEST(F32VElementwise, UnsupportedInputsAreRefusedWithAReason) {
+  OneNode m;
+  m.input({1, 1, 4, 4}, 1);
+  m.input({1, 3, 4, 4}, 2);
+  m.node("Mul");
+  const Target host = host_target();
+  NodeContext ctx{m.g, m.g.nodes[0], host, 1};
+  EXPECT_NE(check_velementwise_f32(ctx).find("broadcast 1x1x4x4 with 1x3x4x4"), std::string::npos)
+      << check_velementwise_f32(ctx);
+  Graph g;
+  ValueId x = g.add_value("x", DType::i32, {4}, true), y = g.add_value("y", DType::i32, {4}, true);
+  g.add_node("Relu", "r", {x}, {y});
+  EXPECT_EQ(check_velementwise_f32(NodeContext{g, g.nodes[0], host, 1}), "input dtype i32, needs f32");
+}
+
+// ---- SiLU fusion ----
+
+TEST(F32VElementwise, SiluFusionRewritesOnlyXTimesSigmoidOfX) {
+  Graph g;
+  ValueId x = g.add_value("x", DType::f32, {1, 4, 3, 3}, true);
+  g.inputs = {x};
+  ValueId s = g.add_value("s"), y = g.add_value("y");
+  g.add_node("Sigmoid", "sig", {x}, {s});
+  g.add_node("Mul", "mul", {s, x}, {y});  // either order
+  // Not fusable: the Sigmoid also feeds another node; and a Mul of a different value.
+  ValueId x2 = g.add_value("x2", DType::f32, {1, 4, 3, 3}, true);
+  g.inputs.push_back(x2);
+  ValueId s2 = g.add_value("s2"), y2 = g.add_value("y2"), z2 = g.add_value("z2");
+  g.add_node("Sigmoid", "sig2", {x2}, {s2});
+  g.add_node("Mul", "mul2", {x2, s2}, {y2});
+  g.add_node("Add", "add2", {s2, y2}, {z2});
+  ValueId y3 = g.add_value("y3");
+  g.add_node("Mul", "mul3", {x2, s}, {y3});  // x2 * Sigmoid(x): s now has two readers
+  g.outputs = {y, z2, y3};
+  validate(g);
+  EXPECT_EQ(fuse_silu(g), 0);  // s feeds mul and mul3
+  g.nodes.pop_back();
+  g.outputs = {y, z2};
+  g.remove_dead();
+  EXPECT_EQ(fuse_silu(g), 1);
+  validate(g);
+  int silu = 0, sigmoid = 0;
+  for (const Node& n : g.nodes) silu += n.op == "SiLU", sigmoid += n.op == "Sigmoid";
+  EXPECT_EQ(silu, 1);
+  EXPECT_EQ(sigmoid, 1);  // sig2 stays: add2 reads it
+}
+
+}  // namespace
+}  // namespace lowbit
