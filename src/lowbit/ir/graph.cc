@@ -87,6 +87,14 @@ void Graph::topo_sort() {
   nodes = std::move(sorted);
 }
 
+void Graph::erase_nodes(const std::vector<char>& erase) {
+  std::vector<Node> kept;
+  kept.reserve(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (i >= erase.size() || !erase[i]) kept.push_back(std::move(nodes[i]));
+  nodes = std::move(kept);
+}
+
 void Graph::remove_dead() {
   std::vector<char> live(values.size(), 0);
   for (ValueId v : outputs) live[static_cast<size_t>(v)] = 1;

@@ -95,6 +95,8 @@ class Graph {
   void topo_sort();
   // Drops nodes whose outputs nobody needs and values nobody references, renumbering ids.
   void remove_dead();
+  // Drops the nodes marked in erase (indexed like nodes; a pass's rewrites), keeping the order.
+  void erase_nodes(const std::vector<char>& erase);
 
   std::string unique_name(const std::string& base);
 };

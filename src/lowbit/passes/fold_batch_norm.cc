@@ -54,10 +54,7 @@ int fold_batch_norm(Graph& g) {
     ++folded;
   }
   if (folded) {
-    std::vector<Node> kept;
-    for (size_t i = 0; i < g.nodes.size(); ++i)
-      if (!erase[i]) kept.push_back(std::move(g.nodes[i]));
-    g.nodes = std::move(kept);
+    g.erase_nodes(erase);
     g.remove_dead();
   }
   return folded;

@@ -36,10 +36,7 @@ int fuse_silu(Graph& g) {
     }
   }
   if (fused) {
-    std::vector<Node> kept;
-    for (size_t i = 0; i < g.nodes.size(); ++i)
-      if (!erase[i]) kept.push_back(std::move(g.nodes[i]));
-    g.nodes = std::move(kept);
+    g.erase_nodes(erase);
     g.remove_dead();
   }
   return fused;

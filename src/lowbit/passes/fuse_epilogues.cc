@@ -88,12 +88,7 @@ int fuse_epilogues(Graph& g) {
       ++fused;
       changed = true;
     }
-    if (changed) {
-      std::vector<Node> kept;
-      for (size_t i = 0; i < g.nodes.size(); ++i)
-        if (!erase[i]) kept.push_back(std::move(g.nodes[i]));
-      g.nodes = std::move(kept);
-    }
+    if (changed) g.erase_nodes(erase);
   }
   if (fused) g.remove_dead();
   return fused;
