@@ -3,6 +3,7 @@
 // build lists both, but a row's create exists only in builds for its architecture
 // (LOWBIT_X86_ONLY / LOWBIT_AARCH64_ONLY), so `explain --target` names foreign kernels too.
 #include "lowbit/dispatch/registry.h"
+#include "lowbit/kernels/f32-velementwise/velementwise.h"
 #include "lowbit/operators/conv2d_f32.h"
 #include "lowbit/operators/conv2d_winograd_f32.h"
 #include "lowbit/operators/elementwise_f32.h"
@@ -101,22 +102,6 @@ const std::vector<KernelCandidate>& all_candidates() {
                  LOWBIT_AARCH64_ONLY(create_matmul_f32_neon), f32_gemm_neon});
     // ---- element-wise (kernels/f32-velementwise): one row per op and kernel set, best set
     // first; the portable set (every architecture) beats the reference's generic broadcast loop.
-    struct Elementwise {
-      const char* op;
-      const char* row;  // "f32-v<row>-<isa>"
-      const char* fn;   // micro-kernel "f32_v<fn>__<isa>"
-    };
-    const Elementwise ew[] = {{"Relu", "relu", "relu"},
-                              {"Clip", "clamp", "clamp"},
-                              {"LeakyRelu", "lrelu", "leaky_relu"},
-                              {"HardSigmoid", "hardsigmoid", "hard_sigmoid"},
-                              {"HardSwish", "hswish", "hard_swish"},
-                              {"Sigmoid", "sigmoid", "sigmoid"},
-                              {"SiLU", "silu", "silu"},
-                              {"Add", "add", "add"},
-                              {"Sub", "sub", "sub"},
-                              {"Mul", "mul", "mul"},
-                              {"Div", "div", "div"}};
     struct EwSet {
       const char* isa;
       Arch arch;
@@ -127,7 +112,7 @@ const std::vector<KernelCandidate>& all_candidates() {
                           {"avx2", x86, {F::avx2, F::fma}, LOWBIT_X86_ONLY(create_velementwise_avx2)},
                           {"neon", arm, {F::neon}, LOWBIT_AARCH64_ONLY(create_velementwise_neon)},
                           {"scalar", x86, {}, create_velementwise_portable}};
-    for (const Elementwise& e : ew)
+    for (const VElementwiseOp& e : velementwise_ops())
       for (const EwSet& set : sets) {
         const std::string isa = set.isa;
         std::vector<std::string> uk;

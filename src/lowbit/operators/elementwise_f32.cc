@@ -4,31 +4,13 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 
 #include "lowbit/common/error.h"
 #include "lowbit/kernels/f32-velementwise/velementwise.h"
 
 namespace lowbit {
 namespace {
-
-std::optional<VUnary> unary_of(const std::string& op) {
-  if (op == "Relu") return VUnary::relu;
-  if (op == "Clip") return VUnary::clamp;
-  if (op == "LeakyRelu") return VUnary::leaky_relu;
-  if (op == "HardSigmoid") return VUnary::hard_sigmoid;
-  if (op == "HardSwish") return VUnary::hard_swish;
-  if (op == "Sigmoid") return VUnary::sigmoid;
-  if (op == "SiLU") return VUnary::silu;
-  return std::nullopt;
-}
-
-std::optional<VBinary> binary_of(const std::string& op) {
-  if (op == "Add") return VBinary::add;
-  if (op == "Sub") return VBinary::sub;
-  if (op == "Mul") return VBinary::mul;
-  if (op == "Div") return VBinary::div;
-  return std::nullopt;
-}
 
 // How a binary node's inputs map onto its output: the output is `outer` runs of `inner`
 // elements; a full side reads every element, a short side one value per run (outer == 1: a
@@ -81,20 +63,20 @@ class VElementwise final : public Kernel {
  public:
   VElementwise(const NodeContext& ctx, const F32VElementwiseKernels& ks) {
     const Node& n = ctx.node;
-    if (auto u = unary_of(n.op)) {
-      unary_ = ks.unary[static_cast<int>(*u)];
-      if (*u == VUnary::leaky_relu) params_.alpha = n.attrs.get_float("alpha", 0.01f);
-      if (*u == VUnary::hard_sigmoid) {
+    const VElementwiseOp& e = *find_velementwise_op(n.op);  // the check passed
+    if (e.unary) {
+      const VUnary u = static_cast<VUnary>(e.index);
+      unary_ = ks.unary[e.index];
+      if (u == VUnary::leaky_relu) params_.alpha = n.attrs.get_float("alpha", 0.01f);
+      if (u == VUnary::hard_sigmoid) {
         params_.alpha = n.attrs.get_float("alpha", 0.2f);
         params_.beta = n.attrs.get_float("beta", 0.5f);
       }
-      clip_ = *u == VUnary::clamp;
+      clip_ = u == VUnary::clamp;
       return;
     }
-    const VBinary op = *binary_of(n.op);
     bc_ = *resolve(ctx.in(0).shape, ctx.in(1).shape, ctx.out(0).shape);
-    const int o = static_cast<int>(op);
-    binary_ = bc_.a_full && bc_.b_full ? ks.vv[o] : bc_.a_full ? ks.vs[o] : ks.sv[o];
+    binary_ = bc_.a_full && bc_.b_full ? ks.vv[e.index] : bc_.a_full ? ks.vs[e.index] : ks.sv[e.index];
   }
 
   void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
@@ -149,8 +131,9 @@ std::unique_ptr<Kernel> create_with(const NodeContext& ctx, const F32VElementwis
 
 std::string check_velementwise_f32(const NodeContext& ctx) {
   const Node& n = ctx.node;
-  const bool unary = unary_of(n.op).has_value();
-  if (!unary && !binary_of(n.op)) return "not an element-wise op of these kernels";
+  const VElementwiseOp* e = find_velementwise_op(n.op);
+  if (!e) return "not an element-wise op of these kernels";
+  const bool unary = e->unary;
   for (size_t i = 0; i < (unary ? 1 : 2); ++i)
     if (ctx.in(i).dtype != DType::f32) return std::string("input dtype ") + dtype_name(ctx.in(i).dtype) + ", needs f32";
   if (ctx.out(0).dtype != DType::f32) return std::string("output dtype ") + dtype_name(ctx.out(0).dtype) + ", needs f32";

@@ -70,8 +70,8 @@ class MaxPoolU8 final : public Kernel {
   ops::ThreadScratch scratch_;
 };
 
-// AveragePool from the input planes (kernels/qu8-pool/qu8_pool.h, Qu8AvgGeometry); a row of
-// uint32 sums per thread.
+// AveragePool from the input planes (kernels/qu8-pool/qu8_pool.h, Qu8AvgGeometry); per thread,
+// uint32 scratch for a row's sums and the plane's window sums.
 class AvgPoolU8 final : public Kernel {
  public:
   AvgPoolU8(const Pool2dParams& p, int threads, const Qu8PoolKernels& ks, int32_t zp) : p_(p), ks_(ks) {

@@ -5,6 +5,7 @@
 // the same bits as every other, and the portable set's.
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "lowbit/target/target.h"
@@ -17,8 +18,6 @@ namespace lowbit {
 
 enum class VUnary : uint8_t { relu, clamp, leaky_relu, hard_sigmoid, hard_swish, sigmoid, silu };
 constexpr int kVUnaryCount = 7;
-// The op's name in kernel names: "f32-vsigmoid-avx2".
-const char* vunary_name(VUnary op);
 
 struct VUnaryParams {
   float alpha = 0.0f, beta = 0.0f;                        // LeakyRelu alpha; HardSigmoid alpha, beta
@@ -29,6 +28,20 @@ using VUnaryFn = void (*)(size_t n, const float* x, float* y, const VUnaryParams
 
 enum class VBinary : uint8_t { add, sub, mul, div };
 constexpr int kVBinaryCount = 4;
+
+// The one list of the ops these kernels serve: the graph op, which kernel of a set runs it, and
+// its names (dispatch row "f32-v<row>-<isa>", micro-kernel "f32_v<fn>__<isa>"). The dispatch table,
+// the driver and the tests all read it.
+struct VElementwiseOp {
+  const char* op;  // "Sigmoid"
+  bool unary;
+  int index;       // VUnary or VBinary
+  const char* row;
+  const char* fn;
+};
+const std::vector<VElementwiseOp>& velementwise_ops();
+const VElementwiseOp* find_velementwise_op(std::string_view op);
+const char* vunary_name(VUnary op);    // its row name: "sigmoid"
 const char* vbinary_name(VBinary op);
 // vv: y[i] = a[i] op b[i]; vs: y[i] = a[i] op b[0]; sv: y[i] = a[0] op b[i] (y may be a or b).
 using VBinaryFn = void (*)(size_t n, const float* a, const float* b, float* y);

@@ -81,8 +81,8 @@ Qb1PackedWeights pack_b1_weights(const Qb1ConvShape& s, const float* w, const Qb
         panel[i * 2 + 1] = (w >> 4) & 0x0f0f0f0f0f0f0f0full;
       }
   }
-  // Border classes (see Qb1PackedWeights): the outside kernel rows of each output row, as a bit
-  // set (KH <= 64 kernel rows counted; a class id per distinct set, the empty set first).
+  // Border classes (see Qb1PackedWeights): the set of kernel rows outside the image of each output
+  // row (likewise columns); a class id per distinct set, the empty set first.
   const auto classify = [](int64_t n_out, int64_t k, int64_t stride, int64_t pad, int64_t dil, int64_t n_in,
                            std::vector<int32_t>& cls, std::vector<std::vector<bool>>& sets) {
     sets.assign(1, std::vector<bool>(static_cast<size_t>(k), false));
