@@ -5,6 +5,10 @@ kernel is slower than the fp32 kernel of the same node, and whether lowbit warne
 
 usage: bench/guard_per_node.py [--lowbit build/release/lowbit] [--models resnet50,resnet18,mobilenet_v2]
                                [--targets x86-64,x86-64-v3] [--runs 10] [--threads 1] [--tolerance 1.10]
+                               [--on-slow fp32|allow]
+
+--on-slow allow runs every quantized node on its int8 kernel, the guard's rules included: the way to
+re-measure a rule (a rule whose nodes are no longer slower is stale).
 """
 import argparse
 import json
@@ -14,11 +18,13 @@ import sys
 import tempfile
 
 
-def profile(lowbit, model, precision, target, runs, warmup, threads):
+def profile(lowbit, model, precision, target, runs, warmup, threads, on_slow="fp32"):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         path = f.name
     cmd = [lowbit, "bench", model, "--precision", precision, "--target", target, "--profile",
            "--runs", str(runs), "--warmup", str(warmup), "--threads", str(threads), "--json", path]
+    if precision != "fp32":
+        cmd += ["--on-slow", on_slow]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{p.stderr}")
@@ -38,6 +44,7 @@ def main():
                     help="per-node times are steadiest on one thread (a busy second core skews them)")
     ap.add_argument("--tolerance", type=float, default=1.10,
                     help="int8 counts as slower when int8_ms > tolerance * fp32_ms (timing noise)")
+    ap.add_argument("--on-slow", default="fp32", choices=["fp32", "allow"])
     a = ap.parse_args()
     silent_total = 0
     for target in a.targets.split(","):
@@ -45,7 +52,7 @@ def main():
         runs = max(2, a.runs // 5) if target == "x86-64" else a.runs
         for model in a.models.split(","):
             fp, _ = profile(a.lowbit, model, "fp32", target, runs, 1, a.threads)
-            q, warnings = profile(a.lowbit, model, "int8", target, runs, 1, a.threads)
+            q, warnings = profile(a.lowbit, model, "int8", target, runs, 1, a.threads, a.on_slow)
             fp_ms = {l["node"]: l for l in fp["layers"]}
             slower, silent, quantized = [], [], 0
             for l in q["layers"]:

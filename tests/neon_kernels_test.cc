@@ -117,6 +117,11 @@ TEST(NeonQu8, DotprodShiftCorrectionAtEveryZeroPoint) {
 
 // ---- fp32 micro-kernels ----
 
+// Every NEON depthwise row (smlal-free int16 pairs; sdot where the CPU has it) on the sweep.
+TEST(NeonQu8, DepthwiseEveryRowMatchesReference) {
+  EXPECT_GE(qu8test::expect_every_depthwise_row_exact(candidates_for("QConv")), 1);
+}
+
 TEST(NeonF32, MicroKernelsMatchScalarSums) {
   const F32GemmKernels& ks = f32_gemm_kernels_neon();
   std::mt19937 rng(11);

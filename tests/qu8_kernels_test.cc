@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "lowbit/dispatch/registry.h"
 #include "lowbit/kernels/reference/reference.h"
 #include "lowbit/operators/qconv2d_u8.h"
 #include "lowbit/target/target.h"
@@ -163,39 +164,26 @@ TEST(Qu8Conv, WinogradAvx2MatchesReference) {
   }
 }
 
-TEST(Qu8Conv, DepthwiseAvx2MatchesReference) {
-  uint32_t seed = 100;
-  int count = 0;
-  for (int64_t C : {1, 3, 17, 32})
-    for (int64_t k : {3, 5})
-      for (int64_t s : {1, 2})
-        for (int64_t hw : {1, 7, 17, 33}) {
-          ConvCase c;
-          c.C = c.M = c.group = C;
-          c.H = hw;
-          c.W = hw + 2;
-          c.KH = c.KW = k;
-          c.SH = c.SW = s;
-          c.pads = {k / 2, k / 2, k / 2, k / 2};
-          if (s == 2) c.pads = {0, 0, k / 2, k / 2};  // TF-style asymmetric
-          if (hw < k - c.pads[0] - c.pads[2]) continue;
-          c.seed = seed++;
-          c.zp_x = std::array<int32_t, 3>{0, 128, 255}[count % 3];
-          c.residual = count % 4 == 1;
-          c.act_min = count % 3 == 0 ? 0.0f : -INFINITY;
-          c.act_max = count % 5 == 0 ? 1.0f : INFINITY;
-          c.bias = count % 2 == 0;
-          c.fill = count % 7 == 3 ? qu8test::Fill::extreme_min : count % 7 == 5 ? qu8test::Fill::mix : qu8test::Fill::random;
-          c.N = count % 6 == 2 ? 2 : 1;
-          ++count;
-          qu8test::expect_conv_exact(c, [](const NodeContext& ctx) { return create_qconv2d_u8_dwconv_avx2(ctx); });
-        }
-  ConvCase c;  // dilation, rectangular kernel, stride 3
-  c.C = c.M = c.group = 5;
-  c.H = 19, c.W = 23, c.KH = 3, c.KW = 2, c.DH = 2, c.DW = 3, c.SH = 3, c.SW = 2, c.pads = {2, 1, 0, 3};
-  qu8test::expect_conv_exact(c, [](const NodeContext& ctx) { return create_qconv2d_u8_dwconv_avx2(ctx); });
-  c.SW = 3;
-  qu8test::expect_conv_exact(c, [](const NodeContext& ctx) { return create_qconv2d_u8_dwconv_avx2(ctx); });
+TEST(Qu8Conv, DepthwiseEveryRowMatchesReference) {
+  const int ran = qu8test::expect_every_depthwise_row_exact(candidates_for("QConv"));
+  if (host_target().has(Feature::avx2)) {
+    EXPECT_GE(ran, 1);
+  }
+}
+
+TEST(Qu8Conv, DepthwiseRefusesWhatItsPlanCannotHold) {
+  qu8test::ConvCase c;
+  c.C = c.M = c.group = 4, c.H = c.W = 20;
+  c.DH = c.DW = 2, c.pads = {2, 2, 2, 2};
+  qu8test::Built b = qu8test::build_qconv(c);
+  NodeContext ctx{b.g, b.g.nodes[0], host_target(), 1};
+  EXPECT_NE(check_qconv2d_u8_dwconv(ctx).find("dilation 2x2, needs 1"), std::string::npos)
+      << check_qconv2d_u8_dwconv(ctx);
+  c.DH = c.DW = 1, c.KH = c.KW = 15, c.pads = {7, 7, 7, 7};  // 15 rows x 8 pairs = 120 groups
+  b = qu8test::build_qconv(c);
+  NodeContext ctx2{b.g, b.g.nodes[0], host_target(), 1};
+  EXPECT_NE(check_qconv2d_u8_dwconv(ctx2).find("more than 64 tap pairs"), std::string::npos)
+      << check_qconv2d_u8_dwconv(ctx2);
 }
 #endif  // __x86_64__
 

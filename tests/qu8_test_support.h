@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -163,6 +165,89 @@ void expect_conv_exact(const ConvCase& c, Create create) {
                         << int(y.data<uint8_t>()[first]) << " want " << int(ref.data<uint8_t>()[first]);
     }
   }
+}
+
+// The depthwise sweep every depthwise row runs (tests/qu8_kernels_test.cc, tests/simde, NEON under
+// qemu): 3x3 and 5x5 at stride 1 and 2 with symmetric and TF-style pads, channel counts 1-32,
+// planes from 1 pixel to 33 (the flat layout's row boundaries and its last partial vector), zero
+// points 0 / 128 / 255, residual, clamps, extremes, batch 2; then stride 3, rectangular and 1x1
+// kernels, a 7x7, pads wider than the kernel reach and a map narrower than the kernel.
+inline std::vector<ConvCase> depthwise_cases() {
+  std::vector<ConvCase> v;
+  uint32_t seed = 100;
+  int count = 0;
+  auto add = [&](ConvCase c) {
+    c.M = c.group = c.C;
+    c.seed = seed++;
+    c.zp_x = std::array<int32_t, 3>{0, 128, 255}[count % 3];
+    c.residual = count % 4 == 1;
+    c.act_min = count % 3 == 0 ? 0.0f : -INFINITY;
+    c.act_max = count % 5 == 0 ? 1.0f : INFINITY;
+    c.bias = count % 2 == 0;
+    c.fill = count % 7 == 3 ? Fill::extreme_min : count % 7 == 5 ? Fill::mix : count % 7 == 6 ? Fill::extreme_max
+                                                                                               : Fill::random;
+    c.N = count % 6 == 2 ? 2 : 1;
+    ++count;
+    v.push_back(c);
+  };
+  for (int64_t C : {1, 3, 17, 32})
+    for (int64_t k : {3, 5})
+      for (int64_t s : {1, 2})
+        for (int64_t hw : {1, 7, 17, 33}) {
+          ConvCase c;
+          c.C = C;
+          c.H = hw;
+          c.W = hw + 2;
+          c.KH = c.KW = k;
+          c.SH = c.SW = s;
+          c.pads = {k / 2, k / 2, k / 2, k / 2};
+          if (s == 2) c.pads = {0, 0, k / 2, k / 2};  // TF-style asymmetric
+          if (hw < k - c.pads[0] - c.pads[2]) continue;
+          add(c);
+        }
+  ConvCase c;  // rectangular kernel, stride 3 x 2, uneven pads
+  c.C = 5, c.H = 19, c.W = 23, c.KH = 3, c.KW = 2, c.SH = 3, c.SW = 2, c.pads = {2, 1, 0, 3};
+  add(c);
+  c.SW = 3;  // stride 3 both ways: phases narrower than the kernel
+  add(c);
+  c.KH = 1, c.KW = 1, c.SH = c.SW = 2, c.pads = {0, 0, 0, 0};  // 1x1 depthwise, stride 2
+  add(c);
+  c.KH = c.KW = 7, c.SH = c.SW = 1, c.pads = {3, 3, 3, 3}, c.H = 9, c.W = 12, c.C = 6;  // 7x7
+  add(c);
+  c.KH = c.KW = 3, c.pads = {4, 2, 5, 3}, c.H = 4, c.W = 5, c.C = 3;  // pads beyond the kernel reach
+  add(c);
+  c.KH = c.KW = 5, c.pads = {2, 2, 2, 2}, c.H = 3, c.W = 2, c.SH = c.SW = 2;  // map smaller than the kernel
+  add(c);
+  c.C = 40, c.H = c.W = 56, c.KH = c.KW = 3, c.SH = c.SW = 2, c.pads = {0, 0, 1, 1};  // a MobileNet layer
+  add(c);
+  return v;
+}
+
+// Every depthwise QConv row (`candidates`, e.g. candidates_for("QConv") filtered by name) that this
+// build has and this CPU runs, on the whole sweep; returns how many rows ran.
+template <class Rows>
+int expect_every_depthwise_row_exact(const Rows& rows) {
+  int ran = 0;
+  for (const auto* kc : rows) {
+    if (!kc->create || kc->name.find("dwconv2d") == std::string::npos) continue;
+    bool runs = true;
+    for (Feature f : kc->features) runs = runs && host_target().has(f);
+    if (!runs) {
+      std::printf("  %s: not run on this CPU (AVX-512 and AVX-VNNI through SIMDe, NEON under qemu)\n",
+                  kc->name.c_str());
+      continue;
+    }
+    for (const ConvCase& c : depthwise_cases()) {
+      Built b = build_qconv(c);
+      NodeContext ctx{b.g, b.g.nodes[0], host_target(), 2};
+      if (c.C > 1) {  // C = 1 is group 1: not depthwise to the check, a plane all the same to the kernel
+        EXPECT_EQ(kc->check(ctx), "") << kc->name << " " << c.str();
+      }
+      expect_conv_exact(c, kc->create);
+    }
+    ++ran;
+  }
+  return ran;
 }
 
 // The case list every kernel family runs: odd channel counts, strides, pads, kernel sizes, groups,

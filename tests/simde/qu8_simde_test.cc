@@ -42,5 +42,14 @@ TEST(Qu8ConvSimde, AvxVnniMatchesReference) {
     });
 }
 
+TEST(Qu8ConvSimde, DepthwiseVnniRowsMatchReference) {
+  if (!host_has_avx2()) GTEST_SKIP() << "this build of the emulation uses AVX2 + FMA";
+  for (const ::lowbit::Qu8DwKernel* k : {&simde_emulated::qu8_dwconv_avx512vnni(), &simde_emulated::qu8_dwconv_avxvnni()})
+    for (const qu8test::ConvCase& c : qu8test::depthwise_cases()) {
+      SCOPED_TRACE(k->isa);
+      qu8test::expect_conv_exact(c, [k](const NodeContext& ctx) { return create_qconv2d_u8_dwconv(ctx, *k); });
+    }
+}
+
 }  // namespace
 }  // namespace lowbit

@@ -24,7 +24,6 @@
 #include <cstring>
 
 #include "lowbit/ir/op_params.h"
-#include "lowbit/kernels/qu8-dwconv/qu8_dwconv.h"
 #include "lowbit/operators/operator_util.h"
 #include "lowbit/operators/requant.h"
 
@@ -371,75 +370,6 @@ class QConv2dIgemm final : public Kernel {
   ops::ThreadScratch scratch_;
 };
 
-// ---- depthwise ----
-
-#if defined(__x86_64__)  // calls the AVX2 depthwise micro-kernels directly
-
-class QDwConv2d final : public Kernel {
- public:
-  QDwConv2d(const NodeContext& ctx, const Conv2dParams& p) : p_(p), rq_(ctx, p.M, 3) {
-    const Tensor w_i8 = ops::weights_i8(ctx);  // sub-byte codes unpacked once
-    const int8_t* w = w_i8.data<int8_t>();
-    zp_x_ = static_cast<uint8_t>(ctx.in(0).quant->zero_point[0]);
-    const int64_t taps = p.KH * p.KW;
-    npairs_ = (taps + 1) / 2;
-    wpairs_.assign(static_cast<size_t>(p.C * npairs_), 0);
-    for (int64_t c = 0; c < p.C; ++c)
-      for (int64_t t = 0; t < taps; ++t) {
-        uint32_t& word = reinterpret_cast<uint32_t&>(wpairs_[static_cast<size_t>(c * npairs_ + t / 2)]);
-        word |= static_cast<uint32_t>(static_cast<uint16_t>(int16_t{w[c * taps + t]})) << (16 * (t % 2));
-      }
-    PH_ = p.H + p.pad_top + p.pad_bottom;
-    const int64_t PW = p.W + p.pad_left + p.pad_right;
-    geom_ = {static_cast<size_t>(p.KH), static_cast<size_t>(p.KW), static_cast<size_t>(p.SH), static_cast<size_t>(p.SW),
-             static_cast<size_t>(p.DH), static_cast<size_t>(p.DW), static_cast<size_t>(p.OH), static_cast<size_t>(p.OW),
-             static_cast<size_t>(ceil_div(ceil_div(PW, p.SW) + 16, 16) * 16)};
-    plane_floats_ = floats_for(PH_ * p.SW * static_cast<int64_t>(geom_.ld_phase) * 2 + 64);
-    scratch_.reserve(std::max(ctx.threads, 1), plane_floats_);
-  }
-
-  int64_t packed_weight_bytes() const override { return static_cast<int64_t>(wpairs_.size() * 4 + rq_.scale.size() * 8); }
-
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
-    scratch_.reserve(pool.size(), plane_floats_);
-    const uint8_t* x = in[0].as<uint8_t>();
-    const uint8_t* res = in.size() > 3 && in[3].data ? in[3].as<uint8_t>() : nullptr;
-    uint8_t* y = out[0].as<uint8_t>();
-    const int64_t OHW = p_.OH * p_.OW, ld_row = p_.SW * static_cast<int64_t>(geom_.ld_phase);
-    pool.parallel_for(p_.N * p_.C, [&](int64_t nc, int thread) {
-      const int64_t c = nc % p_.C;
-      int16_t* plane = reinterpret_cast<int16_t*>(scratch_.get(thread));
-      std::memset(plane, 0, static_cast<size_t>(p_.pad_top * ld_row) * sizeof(int16_t));
-      const uint8_t* src = x + nc * p_.H * p_.W;
-      for (int64_t h = 0; h < p_.H; ++h)
-        qu8_dw_widen_row__avx2(src + h * p_.W, static_cast<size_t>(p_.W), static_cast<size_t>(p_.pad_left),
-                               static_cast<size_t>(p_.pad_right), static_cast<size_t>(p_.SW), geom_.ld_phase, zp_x_,
-                               plane + (h + p_.pad_top) * ld_row);
-      std::memset(plane + (p_.H + p_.pad_top) * ld_row, 0, static_cast<size_t>(p_.pad_bottom * ld_row) * sizeof(int16_t));
-      Qu8GemmEpilogue e;
-      e.scale = rq_.scale.data() + c;
-      e.bias = rq_.bias.data() + c;
-      e.res = res ? res + nc * OHW : nullptr;
-      e.ld_res = static_cast<size_t>(p_.OW);
-      e.res_scale = rq_.res_scale;
-      e.res_zp = rq_.res_zp;
-      e.qmin = rq_.qmin;
-      e.qmax = rq_.qmax;
-      e.zp_y = rq_.zp_y;
-      qu8_dwconv2d_chw__avx2(plane, geom_, wpairs_.data() + c * npairs_, y + nc * OHW, e);
-    });
-  }
-
- private:
-  Conv2dParams p_;
-  ops::Requant rq_;
-  uint8_t zp_x_ = 0;
-  int64_t npairs_ = 0, PH_ = 0, plane_floats_ = 0;
-  std::vector<int32_t> wpairs_;
-  Qu8DwGeometry geom_{};
-  ops::ThreadScratch scratch_;
-};
-#endif  // __x86_64__
 
 }  // namespace
 
@@ -529,21 +459,7 @@ std::string check_qconv2d_u8_igemm_8x48(const NodeContext& ctx) {
   return wide_panels_fill(ctx, 48, 16);
 }
 
-std::string check_qconv2d_u8_dwconv(const NodeContext& ctx) {
-  if (std::string r = check_qconv2d_u8_igemm(ctx); !r.empty()) return r;
-  const Conv2dParams p = conv2d_params(ctx.graph, ctx.node);
-  if (!p.is_depthwise())
-    return "group " + std::to_string(p.group) + " is not depthwise (C=" + std::to_string(p.C) +
-           ", M=" + std::to_string(p.M) + ")";
-  if (p.KH * p.KW > 62) return "kernel " + std::to_string(p.KH) + "x" + std::to_string(p.KW) + " has more than 62 taps";
-  return "";
-}
-
 #if defined(__x86_64__)
-std::unique_ptr<Kernel> create_qconv2d_u8_dwconv_avx2(const NodeContext& ctx) {
-  return std::make_unique<QDwConv2d>(ctx, conv2d_params(ctx.graph, ctx.node));
-}
-
 std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avx2(const NodeContext& ctx) {
   return create_qconv2d_u8_igemm(ctx, qu8_gemm_kernels_avx2());
 }

@@ -8,6 +8,7 @@
 
 #include "lowbit/runtime/kernel.h"
 #include "lowbit/runtime/node_context.h"
+#include "lowbit/kernels/qu8-dwconv/qu8_dwconv.h"
 #include "lowbit/kernels/qu8-gemm/qu8_gemm.h"
 
 namespace lowbit {
@@ -40,9 +41,15 @@ std::unique_ptr<Kernel> create_qconv2d_u8_igemm_neondot(const NodeContext& ctx);
 std::string check_qconv2d_u8_winograd(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_qconv2d_u8_winograd_avx2(const NodeContext& ctx);
 
-// Depthwise QConv (group == C == M), any kernel up to 62 taps, stride, dilation and padding.
+// Depthwise QConv (group == C == M), dilation 1, any kernel, stride and padding whose tap groups
+// fit the plan (kernels/qu8-dwconv/qu8_dwconv.h): one channel plane per task.
 std::string check_qconv2d_u8_dwconv(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qconv2d_u8_dwconv(const NodeContext& ctx, const Qu8DwKernel& k);
 std::unique_ptr<Kernel> create_qconv2d_u8_dwconv_avx2(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qconv2d_u8_dwconv_avxvnni(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qconv2d_u8_dwconv_avx512vnni(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qconv2d_u8_dwconv_neon(const NodeContext& ctx);     // aarch64 builds only
+std::unique_ptr<Kernel> create_qconv2d_u8_dwconv_neondot(const NodeContext& ctx);  // aarch64 builds only
 
 // QGemm (A [M, K] u8 x W [N, K] i8), u8 or f32 output: one int16 dot-product pass per row.
 std::string check_qgemm_u8_gemv(const NodeContext& ctx);

@@ -1,10 +1,18 @@
 #pragma once
-// Depthwise qu8 convolution of one channel plane (MobileNet-style 3x3 stride 1/2, any kernel,
-// stride and dilation), exact to the QConv contract (kernels/qu8-gemm/README.md).
+// Depthwise qu8 convolution of one channel plane, exact to the QConv contract
+// (kernels/qu8-gemm/README.md), on flat polyphase planes (design: README.md next to this file).
 //
-// The plane is first widened to int16 (x - zp_x, padding 0) and split into SW column phases, so
-// that every tap of every output row reads consecutive int16 values: padded column c lives at
-// phase c % SW, index c / SW. Row r of phase f starts at x + r * SW * ld_phase + f * ld_phase.
+// The padded plane is split into row phases (phase ph holds padded rows ph, ph + SH, ...), each R
+// rows, so that output row oh, tap row kh reads row oh + kh / SH of phase kh % SH. G consecutive
+// values of a row (G = 2 for the int16 kernels, 4 for the u8 / s8 dot products) form one int32
+// word; word i of a row starts at value ws * i, so output ow's taps kw = q .. q + G - 1 are word
+// ow + q / ws with ws = SW (stride 1 and 2 at G = 2, and 4 at G = 4). Where G is not a multiple of
+// SW (stride 3), the columns are split into SW phases too and ws = 1.
+//
+// Indexing each phase flat (row r at r * L words), output o = oh * L + ow reads word o + off(group):
+// one long 1-D convolution over OH * L outputs, of which OW of every L are kept. No row tails, no
+// per-row loop: a 7 x 7 plane is 4 vectors of 16 instead of 7 vectors with 7 lanes used. A group
+// costs one vector load and one multiply-add (vpmaddwd, vpdpbusd, sdot) per vector of outputs.
 #include <cstddef>
 #include <cstdint>
 
@@ -12,19 +20,55 @@
 
 namespace lowbit {
 
-struct Qu8DwGeometry {
-  size_t KH, KW, SH, SW, DH, DW, OH, OW;
-  size_t ld_phase;  // int16 values per phase row (>= ceil(PW / SW) + 16: vector reads past OW)
+struct Qu8DwPlan {
+  static constexpr size_t kMaxGroups = 64;
+  static constexpr size_t kVec = 16;  // outputs per step of every kernel
+  size_t H = 0, W = 0, OH = 0, OW = 0, SH = 1, SW = 1, pad_top = 0, pad_left = 0;
+  uint8_t zp_x = 0;
+  size_t G = 2;          // tap values per word
+  size_t cp = 1, ws = 1;  // column phases (SW, or 1 where G % SW == 0) and values per word step (SW / cp)
+  size_t L = 0, R = 0;    // words per phase row (ws * L values), rows per phase
+  size_t n_flat = 0;    // outputs computed: OH * L rounded up to kVec
+  size_t words = 0;     // words of the word plane (the phases, and what the last vector reads past them);
+                        // the value plane has ws * words + 64 bytes
+  size_t ngroups = 0;
+  int32_t off[kMaxGroups] = {};  // word offset of each tap group from an output's flat index
+
+  // Bytes of scratch one plane needs (value plane, word plane, flat output, flat residual).
+  size_t scratch_bytes() const { return (ws * words + 64 + 63) / 64 * 64 + 4 * words + 2 * (n_flat + 64); }
 };
 
-// One padded input row (W bytes at src, pad_left / pad_right zero columns) into its SW phase rows.
-void qu8_dw_widen_row__avx2(const uint8_t* src, size_t W, size_t pad_left, size_t pad_right, size_t SW,
-                            size_t ld_phase, uint8_t zp_x, int16_t* dst);
+// The plan of a depthwise conv (dilation 1) for groups of G taps; ngroups = 0 when it has more than
+// kMaxGroups groups.
+Qu8DwPlan qu8_dw_plan(size_t H, size_t W, size_t KH, size_t KW, size_t SH, size_t SW, size_t pad_top,
+                      size_t pad_left, size_t OH, size_t OW, uint8_t zp_x, size_t G);
 
-// y[oh][ow] = requantize(sum_t w[t] * x[tap t of (oh, ow)]) with e's row 0 constants (scale, bias,
-// clamp, zp_y) and e.res the residual plane (OH x OW, row stride OW) or nullptr. wpairs: taps in
-// kh-major order, two int16 per int32 word (an odd count padded with a zero tap).
-void qu8_dwconv2d_chw__avx2(const int16_t* x, const Qu8DwGeometry& g, const int32_t* wpairs, uint8_t* y,
-                            const Qu8GemmEpilogue& e);
+// One channel's weights (KH x KW int8, kh-major) as the plan's group words: G int16 (widened
+// kernels) or G int8 (dot-product kernels) per word, lowest tap in the lowest bits, zeros where a
+// group runs past its kernel row.
+void qu8_dw_pack_weights(const Qu8DwPlan& p, size_t KH, size_t KW, const int8_t* w, bool widened, int32_t* words);
+
+// y (OH x OW) = requantize(init + sum over taps of w * (x - zp_x)) for one channel plane x (H x W),
+// with e's row-0 constants and e.res the residual plane (OH x OW) or nullptr. Widened kernels store
+// x - zp_x as int16 (init = 0); dot-product kernels store x - x_shift as 8 bits, and init is
+// (x_shift - zp_x) * sum(w). scratch: p.scratch_bytes(), 64-byte aligned.
+using Qu8DwPlaneKernel = void (*)(const uint8_t* x, const Qu8DwPlan& p, const int32_t* w, int32_t init, uint8_t* y,
+                                  const Qu8GemmEpilogue& e, void* scratch);
+
+struct Qu8DwKernel {
+  const char* isa = "";
+  size_t G = 2;
+  bool widened = true;  // int16 pairs of x - zp_x, else 8-bit quads of x - x_shift
+  int32_t x_shift = 0;  // 0 for vpdpbusd's u8, 128 for sdot's s8
+  Qu8DwPlaneKernel plane = nullptr;
+};
 
 }  // namespace lowbit
+
+namespace LOWBIT_KERNEL_NS {
+const ::lowbit::Qu8DwKernel& qu8_dwconv_avx2();        // vpmaddwd on int16 pairs
+const ::lowbit::Qu8DwKernel& qu8_dwconv_avx512vnni();  // vpdpbusd on zmm: 16 outputs x 4 taps each
+const ::lowbit::Qu8DwKernel& qu8_dwconv_avxvnni();     // VEX vpdpbusd on ymm
+const ::lowbit::Qu8DwKernel& qu8_dwconv_neon();        // smull-free: int16 products (|255 * 128| fits) + sadalp
+const ::lowbit::Qu8DwKernel& qu8_dwconv_neondot();     // sdot on s8 quads
+}  // namespace LOWBIT_KERNEL_NS

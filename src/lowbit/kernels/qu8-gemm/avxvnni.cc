@@ -5,6 +5,7 @@
 #include "lowbit/kernels/x86_simd.h"
 // x86_simd.h first: the shared helpers use its intrinsics.
 #include "lowbit/kernels/qu8-gemm/qu8_ukernel_inl.h"
+#include "lowbit/kernels/avxvnni_inl.h"
 
 namespace LOWBIT_KERNEL_NS {
 namespace {
@@ -17,14 +18,6 @@ template <int NR>
 void qu8_pack_u8x4__avxvnni(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff,
                             const Qu8Im2colRun* runs, size_t nruns, size_t stride, size_t nr, uint8_t zp_x, void* b) {
   pack_u8x4<NR>(kg, x, avail, koff, runs, nruns, stride, nr, zp_x, b);
-}
-
-inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) {
-#ifdef LOWBIT_USE_SIMDE
-  return _mm256_dpbusd_epi32(acc, u8, s8);  // SIMDe has the EVEX name only; same arithmetic
-#else
-  return _mm256_dpbusd_avx_epi32(acc, u8, s8);
-#endif
 }
 
 template <int MR, int NR>
