@@ -9,6 +9,7 @@
 #include "lowbit/frontend/onnx/onnx_export_qdq.h"
 #endif
 #include "lowbit/frontend/zoo/zoo.h"
+#include "lowbit/ir/op_schema.h"
 #include "lowbit/io/npy.h"
 
 namespace lowbit::cli {
@@ -83,7 +84,7 @@ void register_export(CLI::App& app) {
     BuiltModel b = build_model(o->m, /*foreign_ok=*/true);
     bool quantized = false;
     for (const Node& n : b.graph.nodes)
-      quantized |= n.op == "QConv" || n.op == "QGemm" || n.op == "QAdd" ||
+      quantized |= lowbit_quantized(n.op) ||
                    (n.op == "BinaryConv" && b.graph.value(n.inputs[0]).dtype == DType::u8);
     if (quantized) export_onnx_qdq(b.graph, o->out);
     else export_onnx(b.graph, o->out);

@@ -13,6 +13,7 @@
 #include "lowbit/operators/pool2d_u8.h"
 #include "lowbit/operators/qconv2d_subbyte.h"
 #include "lowbit/operators/qconv2d_u8.h"
+#include "lowbit/operators/qlut_u8.h"
 #include "lowbit/operators/quantize_u8.h"
 
 namespace lowbit {
@@ -153,6 +154,9 @@ std::vector<KernelCandidate> qu8_candidates() {
                create_binary_conv2d_portable, {}, nullptr, /*subbyte=*/true});
   t.push_back({"BinaryConv", "qb1-qb1w-conv2d-xnor-2x4-scalar", x86, {}, check_binary_conv2d_qb1,
                create_binary_conv2d_portable, {}, nullptr, /*subbyte=*/true});
+  // Element-wise maps on codes (HardSwish, Sigmoid, SiLU...): one lookup in a 256-entry table per
+  // byte, in place of DequantizeLinear, the fp32 op and QuantizeLinear.
+  t.push_back({"QLut", "qu8-lut-scalar", x86, {}, check_qlut_u8, create_qlut_u8});
   // Packed signs: an AND of words, 64 channels at a time (portable C++ the compiler vectorises).
   t.push_back({"MaxPool", "qb1-maxpool2d-nhwc-and", x86, {}, check_maxpool2d_b1, create_maxpool2d_b1, {}, nullptr,
                /*subbyte=*/true});

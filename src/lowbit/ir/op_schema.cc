@@ -244,6 +244,16 @@ QuantPassthrough quant_passthrough(std::string_view op) {
   return s ? s->quant_passthrough : QuantPassthrough::no;
 }
 
+bool elementwise_map(std::string_view op) {
+  const OpSchema* s = find_schema(op);
+  return s && s->elementwise_map;
+}
+
+bool lowbit_quantized(std::string_view op) {
+  const OpSchema* s = find_schema(op);
+  return s && s->lowbit_quantized;
+}
+
 std::vector<std::string> supported_ops() {
   std::vector<std::string> ops;
   for (auto& [name, s] : registry()) ops.push_back(name);  // std::map keeps them sorted

@@ -58,6 +58,12 @@ struct OpSchema {
   int min_outputs = 1, max_outputs = 1;
   std::function<void(InferContext&)> infer;  // checks dtypes/attrs/shapes and sets outputs
   QuantPassthrough quant_passthrough = QuantPassthrough::no;
+  // Output element i is a function of input element i alone (its other inputs, if any, constant
+  // scalars): on u8 codes the quantizer runs such an op as a 256-entry table (QLut).
+  bool elementwise_map = false;
+  // One of lowbit's own quantized ops (QConv, QGemm, QAdd, QLut): reads codes and writes codes
+  // with parameters of their own (a graph holding one was quantized by lowbit).
+  bool lowbit_quantized = false;
   // The dtype signatures the infer rule accepts, for `lowbit ops` (stated where they are not just
   // f32): "X u8 (codes u8|u4|u2), W i8|i4|i2, B f32 -> Y u8".
   const char* signatures = "";
@@ -65,6 +71,10 @@ struct OpSchema {
 
 // The op's QuantPassthrough (no for unknown ops).
 QuantPassthrough quant_passthrough(std::string_view op);
+
+// The op's elementwise_map / lowbit_quantized (false for unknown ops).
+bool elementwise_map(std::string_view op);
+bool lowbit_quantized(std::string_view op);
 
 // Registered schemas (ir/ops_*.cc).
 const OpSchema* find_schema(std::string_view op);

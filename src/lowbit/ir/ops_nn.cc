@@ -350,10 +350,14 @@ const bool kRegistered = [] {
   SchemaRegistrar({.op = "BatchNormalization", .min_inputs = 5, .max_inputs = 5, .min_outputs = 1, .max_outputs = 5,
                    .infer = infer_batch_norm});
   // SiLU: lowbit's x * Sigmoid(x) (passes/fuse_activations.cc; exported as Sigmoid + Mul).
-  for (const char* op : {"Relu", "LeakyRelu", "Sigmoid", "SiLU", "HardSigmoid", "HardSwish", "Tanh", "Exp", "Sqrt"})
-    SchemaRegistrar(unary(op, infer_unary_f32));
+  // Element-wise maps: quantized, each is a table of 256 codes (QLut).
+  for (const char* op : {"Relu", "LeakyRelu", "Sigmoid", "SiLU", "HardSigmoid", "HardSwish", "Tanh", "Exp", "Sqrt"}) {
+    OpSchema s = unary(op, infer_unary_f32);
+    s.elementwise_map = true;
+    SchemaRegistrar(std::move(s));
+  }
   for (const char* op : {"Neg", "Abs", "Sign"}) SchemaRegistrar(unary(op, infer_unary_numeric));
-  SchemaRegistrar({.op = "Clip", .min_inputs = 1, .max_inputs = 3, .infer = infer_clip});
+  SchemaRegistrar({.op = "Clip", .min_inputs = 1, .max_inputs = 3, .infer = infer_clip, .elementwise_map = true});
   SchemaRegistrar(unary("Softmax", infer_softmax));
   SchemaRegistrar({.op = "MaxPool", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 2,
                    .infer = infer_pool, .quant_passthrough = QuantPassthrough::selects});

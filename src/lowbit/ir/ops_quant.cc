@@ -153,6 +153,19 @@ void infer_qadd(InferContext& c) {
   require_output_quant(c, DType::u8);
 }
 
+// QLut: an element-wise map (attribute `op`, with that op's attributes and constant inputs after
+// the table) on u8 codes, y = T[x]. The quantizer fills T with quantize(op(dequantize(code))).
+void infer_qlut(InferContext& c) {
+  check_input_dtypes(c, {{"X", kU8}, {"T", kU8}, {"op input 1", kF32}, {"op input 2", kF32}});
+  const std::string op = c.attrs().get_string("op", "");
+  c.require(elementwise_map(op), "attribute op '" + op + "' is not an element-wise map (Sigmoid, HardSwish, ...)");
+  const Tensor* t = c.constant(1);
+  c.require(t && t->numel() == 256, "T must be a constant table of 256 u8 codes");
+  require_quant(c, c.node().inputs[0], "X", 1);
+  c.set_output(0, DType::u8, c.shape(0));
+  require_output_quant(c, DType::u8);
+}
+
 // ONNX per-tensor or per-axis scale/zero-point inputs: a scalar, or a 1-D tensor along `axis`.
 void check_scale_zp(const InferContext& c, size_t scale_i, size_t zp_i, const Shape& x, int64_t axis) {
   // Opset 21's blocked form (block_size > 0: a scale per block along axis) is group-wise
@@ -265,7 +278,7 @@ void infer_matmul_integer(InferContext& c) {
 }
 
 const bool kRegistered = [] {
-  SchemaRegistrar({.op = "QConv", .min_inputs = 2, .max_inputs = 4, .infer = infer_qconv,
+  SchemaRegistrar({.op = "QConv", .min_inputs = 2, .max_inputs = 4, .infer = infer_qconv, .lowbit_quantized = true,
                    .signatures = "X u8 (codes u8|u4|u2|u1), W i8|i4|i2|b1 (i4/i2/b1 packed, or codes in i8), B f32, "
                                  "residual u8 -> Y u8 (codes u8|u4|u2|u1)"});
   SchemaRegistrar({.op = "BinaryConv", .min_inputs = 2, .max_inputs = 4, .infer = infer_binary_conv,
@@ -273,10 +286,12 @@ const bool kRegistered = [] {
                                  "B f32, residual f32|u8 -> Y f32|u8 (as X) | b1 (out_signs)"});
   SchemaRegistrar({.op = "BipolarQuant", .min_inputs = 2, .max_inputs = 2, .infer = infer_bipolar_quant,
                    .signatures = "X f32, scale f32 -> Y f32 (+-scale)"});
-  SchemaRegistrar({.op = "QGemm", .min_inputs = 2, .max_inputs = 3, .infer = infer_qgemm,
+  SchemaRegistrar({.op = "QGemm", .min_inputs = 2, .max_inputs = 3, .infer = infer_qgemm, .lowbit_quantized = true,
                    .signatures = "A u8 (codes u8|u4|u2|u1), B i8|i4|i2|b1, C f32 -> Y u8 (codes u8|u4|u2|u1) | f32"});
-  SchemaRegistrar({.op = "QAdd", .min_inputs = 2, .max_inputs = 2, .infer = infer_qadd,
+  SchemaRegistrar({.op = "QAdd", .min_inputs = 2, .max_inputs = 2, .infer = infer_qadd, .lowbit_quantized = true,
                    .signatures = "A u8, B u8 (codes u8|u4|u2|u1) -> Y u8 (codes u8|u4|u2|u1)"});
+  SchemaRegistrar({.op = "QLut", .min_inputs = 2, .max_inputs = 4, .infer = infer_qlut, .lowbit_quantized = true,
+                   .signatures = "X u8 (codes u8|u4|u2), T u8 [256] (constant), the op's constants f32 -> Y u8"});
   SchemaRegistrar({.op = "QuantizeLinear", .min_inputs = 2, .max_inputs = 3, .infer = infer_quantize_linear,
                    .signatures = "X f32|i32, scale f32, zero point u8|i8 -> Y u8|i8 (codes u8|u4|u2 in u8)"});
   SchemaRegistrar({.op = "DequantizeLinear", .min_inputs = 2, .max_inputs = 3, .infer = infer_dequantize_linear,

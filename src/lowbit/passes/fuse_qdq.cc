@@ -630,7 +630,7 @@ int fuse_qdq(Graph& g, QdqStats* stats) {
   for (const Node& n : g.nodes) {
     // A graph quantized by lowbit itself is already in its final form: its remaining Q/DQ nodes
     // surround ops the guard deliberately kept in fp32.
-    if (n.op == "QConv" || n.op == "QGemm" || n.op == "QAdd") return 0;
+    if (lowbit_quantized(n.op)) return 0;
     any |= is_qdq_op(n.op);
   }
   if (!any) return 0;

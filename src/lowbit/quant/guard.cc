@@ -5,6 +5,7 @@
 
 #include "lowbit/common/error.h"
 #include "lowbit/io/synthetic.h"
+#include "lowbit/ir/op_schema.h"
 
 namespace lowbit {
 namespace {
@@ -136,7 +137,7 @@ std::vector<std::string> find_constant_outputs(CompiledModel& q, const std::vect
     q.run_observed(in, [&](ValueId v, const TensorView& t) {
       if (t.dtype != DType::u8 || !g.value(v).quant || producer[static_cast<size_t>(v)] < 0) return;
       const std::string& op = g.nodes[static_cast<size_t>(producer[static_cast<size_t>(v)])].op;
-      if (op != "QConv" && op != "QGemm" && op != "QAdd") return;
+      if (!lowbit_quantized(op)) return;
       int& l = lo[static_cast<size_t>(v)];
       int& h = hi[static_cast<size_t>(v)];
       for (int64_t i = 0; i < t.numel(); ++i) {

@@ -1,11 +1,13 @@
 #include "lowbit/quant/quantize.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "lowbit/common/error.h"
 #include "lowbit/ir/codes.h"
 #include "lowbit/ir/op_schema.h"
 #include "lowbit/io/synthetic.h"
+#include "lowbit/kernels/reference/reference.h"
 
 namespace lowbit {
 
@@ -248,6 +250,7 @@ class Rewriter {
     if (n.op == "Conv") return quantize_conv(n, x, y);
     if (n.op == "Gemm") return quantize_gemm(n, x, y);
     if (n.op == "Add" && n.inputs.size() == 2) return quantize_add(n);
+    if (elementwise_map(n.op)) return quantize_lut(n, x, y);
     // Ops that move, select or average codes keep the input's scale: no requantization needed.
     bool passthrough = quant_passthrough(n.op) != QuantPassthrough::no;
     if (!passthrough || !is_u8(x) || n.outputs.size() != 1) return false;
@@ -344,6 +347,46 @@ class Rewriter {
     if (f_.is_constant(a) || f_.is_constant(b) || fv(a).shape != fv(b).shape) return false;
     if (!has_range(a) || !has_range(b) || !has_range(y) || (!is_u8(a) && !is_u8(b))) return false;
     q_.add_node("QAdd", n.name, {u8(a), u8(b)}, {new_u8(y, act_params(y))}, n.attrs);
+    return true;
+  }
+
+  // An element-wise map on codes: 256 possible inputs, so the op runs once at quantization time on
+  // every dequantized code, and the node becomes a table lookup (QLut). Its result is the fp32 op
+  // between a DequantizeLinear and a QuantizeLinear, by construction; the op and its constant
+  // inputs stay on the node for the QDQ export.
+  bool quantize_lut(const Node& n, ValueId x, ValueId y) {
+    if (!is_u8(x) || !has_range(y) || n.outputs.size() != 1) return false;
+    for (size_t i = 1; i < n.inputs.size(); ++i)
+      if (n.inputs[i] != kNoValue && !f_.is_constant(n.inputs[i])) return false;
+    const QuantParams qx = *q_.value(u8_[static_cast<size_t>(x)]).quant;
+    Graph m;  // the op alone, on the 256 codes
+    std::vector<ValueId> ins{m.add_value("codes", DType::f32, {256}, true)};
+    std::vector<const Tensor*> args{nullptr};
+    for (size_t i = 1; i < n.inputs.size(); ++i) {
+      ins.push_back(n.inputs[i] == kNoValue ? kNoValue : m.add_constant(fv(n.inputs[i]).name, *f_.constant(n.inputs[i])));
+      args.push_back(n.inputs[i] == kNoValue ? nullptr : f_.constant(n.inputs[i]));
+    }
+    m.add_node(n.op, n.name, ins, {m.add_value("mapped")}, n.attrs);
+    validate(m);
+    Tensor codes(DType::f32, {256});
+    for (int32_t c = 0; c < 256; ++c) codes.data<float>()[c] = (static_cast<float>(c) - qx.zero_point[0]) * qx.scale[0];
+    args[0] = &codes;
+    const std::vector<Tensor> mapped = evaluate_reference(m, m.nodes[0], args);
+    ValueId out = new_u8(y, act_params(y));
+    const QuantParams& qy = *q_.value(out).quant;
+    const CodeRange range = code_range(q_.value(out));
+    Tensor table(DType::u8, {256});
+    for (int32_t c = 0; c < 256; ++c) {
+      const float v = mapped[0].data<float>()[c];  // NaN (Sqrt of a negative code) reads as 0
+      const float r = std::isnan(v) ? 0.0f : std::clamp(std::nearbyintf(v / qy.scale[0]), -1e9f, 1e9f);
+      table.data<uint8_t>()[c] =
+          static_cast<uint8_t>(std::clamp<int64_t>(static_cast<int64_t>(r) + qy.zero_point[0], range.lo, range.hi));
+    }
+    std::vector<ValueId> in{u8_[static_cast<size_t>(x)], q_.add_constant(q_.unique_name(n.name + ".table"), table)};
+    for (size_t i = 1; i < n.inputs.size(); ++i) in.push_back(n.inputs[i] == kNoValue ? kNoValue : f32(n.inputs[i]));
+    Attributes attrs = n.attrs;
+    attrs.set("op", n.op);
+    q_.add_node("QLut", n.name, in, {out}, attrs);
     return true;
   }
 

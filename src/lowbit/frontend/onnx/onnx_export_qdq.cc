@@ -265,6 +265,7 @@ class QdqExporter {
     if (n.op == "BinaryConv") return emit_binary_conv(n);
     if (n.op == "QGemm") return emit_qgemm(n);
     if (n.op == "QAdd") return emit_qadd(n);
+    if (n.op == "QLut") return emit_qlut(n);
     const bool u8_in = !n.inputs.empty() && n.inputs[0] != kNoValue && g_.value(n.inputs[0]).dtype == DType::u8;
     // Averaging ops as DQ -> the fp32 op -> Q (ONNX Runtime's int8 averages round otherwise).
     if (u8_in && quant_passthrough(n.op) == QuantPassthrough::averages) {
@@ -277,6 +278,25 @@ class QdqExporter {
     if (u8_in && !is_u8_pass_through(n.op) && n.op != "DequantizeLinear")
       throw Error("node " + n.label() + " reads u8 data and has no QDQ export");
     emit_float(n);
+  }
+
+  // A table of codes as the op it was made from, between DQ and Q (the op's constants follow the
+  // table on the node). ORT fuses what it has int8 kernels for and runs the rest in fp32.
+  void emit_qlut(const Node& n) {
+    const std::string op = n.attrs.get_string("op", "");
+    const std::string x = dq(n.inputs[0], n), t = fresh(n.name + "_f32");
+    if (op == "SiLU") {  // x * Sigmoid(x), as emit_float spells it
+      const std::string s = fresh(n.name + "_sigmoid");
+      node("Sigmoid", n.name + "_sigmoid", {x}, {s});
+      node("Mul", n.name, {x, s}, {t});
+    } else {
+      std::vector<std::string> in{x};
+      for (size_t i = 2; i < n.inputs.size(); ++i) in.push_back(name(n.inputs[i]));
+      onnx::NodeProto* p = node(op, n.name, in, {t});
+      for (const auto& [k, v] : n.attrs.all())
+        if (k != "op" && k != kPinnedKernelAttr) copy_attr(p, n, k, v);
+    }
+    q(t, quant(g_, n, n.outputs[0]), name(n.outputs[0]), n.name + "_quantize");
   }
 
   // fp32 nodes (and Q / DQ / u8 moves) as they are, with lowbit's fused epilogues spelled out.

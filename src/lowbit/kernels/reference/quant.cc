@@ -234,6 +234,17 @@ void qadd(const Graph& g, const Node& n, std::span<const TensorView> in, std::sp
   }
 }
 
+// ---- QLut ----
+
+void qlut(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
+  if (in[0].dtype != DType::u8 || in[1].dtype != DType::u8 || in[1].numel() != 256)
+    fail(n, "QLut reference expects u8 input and a 256-entry u8 table");
+  const uint8_t* x = in[0].as<uint8_t>();
+  const uint8_t* t = in[1].as<uint8_t>();
+  uint8_t* y = out[0].as<uint8_t>();
+  for (int64_t i = 0; i < out[0].numel(); ++i) y[i] = t[x[i]];
+}
+
 // ---- ONNX QuantizeLinear / DequantizeLinear ----
 
 // Index into a per-tensor (1 value) or per-axis scale for element i of a tensor of shape s.
@@ -473,6 +484,7 @@ const ReferenceRegistrar kBipolarQuant("BipolarQuant", bipolar_quant);
 const ReferenceRegistrar kQConv("QConv", qconv);
 const ReferenceRegistrar kQGemm("QGemm", qgemm);
 const ReferenceRegistrar kQAdd("QAdd", qadd);
+const ReferenceRegistrar kQLut("QLut", qlut);
 const ReferenceRegistrar kQuantizeLinear("QuantizeLinear", quantize_linear);
 const ReferenceRegistrar kDequantizeLinear("DequantizeLinear", dequantize_linear);
 const ReferenceRegistrar kQLinearConv("QLinearConv", qlinear_conv);

@@ -1,0 +1,16 @@
+#pragma once
+// QLut: an element-wise map (HardSwish, Sigmoid, SiLU, ...) on u8 codes as a lookup in its
+// 256-entry table (quant/quantize.cc makes the table). Exact, so identical to the reference
+// whatever the thread count.
+#include <memory>
+#include <string>
+
+#include "lowbit/runtime/kernel.h"
+#include "lowbit/runtime/node_context.h"
+
+namespace lowbit {
+
+std::string check_qlut_u8(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qlut_u8(const NodeContext& ctx);
+
+}  // namespace lowbit

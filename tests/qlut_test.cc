@@ -1,0 +1,212 @@
+// QLut: element-wise maps (HardSwish, Sigmoid, SiLU, Clip, LeakyRelu...) on u8 codes as 256-entry
+// tables, so that MobileNetV3 / EfficientNet activations stay int8 between their convs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "lowbit/dispatch/registry.h"
+#ifdef LOWBIT_HAS_ONNX
+#include "lowbit/frontend/onnx/onnx_export_qdq.h"
+#include "lowbit/frontend/onnx/onnx_import.h"
+#endif
+#include "lowbit/io/synthetic.h"
+#include "lowbit/ir/op_schema.h"
+#include "lowbit/kernels/reference/reference.h"
+#include "lowbit/quant/guard.h"
+#include "lowbit/runtime/thread_pool.h"
+
+namespace lowbit {
+namespace {
+
+int count_ops(const Graph& g, const std::string& op) {
+  int c = 0;
+  for (const Node& n : g.nodes) c += n.op == op;
+  return c;
+}
+
+ValueId scalar(Graph& g, float v) {
+  Tensor t(DType::f32, {});
+  t.data<float>()[0] = v;
+  return g.add_constant(g.unique_name("c"), t);
+}
+
+// x -> Conv -> HardSwish -> Conv -> Sigmoid -> Clip(0.2, 0.7) -> Conv -> LeakyRelu -> Conv -> SiLU -> Conv.
+Graph maps_net() {
+  Graph g;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> d(0.0f, 0.5f);
+  ValueId x = g.add_value("x", DType::f32, {1, 6, 9, 7}, true);
+  g.inputs.push_back(x);
+  auto conv = [&](ValueId in) {
+    Tensor w(DType::f32, {6, 6, 1, 1}), b(DType::f32, {6});
+    for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = d(rng);
+    for (int64_t i = 0; i < b.numel(); ++i) b.data<float>()[i] = d(rng);
+    ValueId y = g.add_value(g.unique_name("conv_out"));
+    g.add_node("Conv", g.unique_name("conv"), {in, g.add_constant(g.unique_name("w"), w), g.add_constant(g.unique_name("b"), b)},
+               {y});
+    return y;
+  };
+  auto op = [&](const char* type, std::vector<ValueId> in, Attributes a = {}) {
+    ValueId y = g.add_value(g.unique_name(std::string(type) + "_out"));
+    g.add_node(type, type, std::move(in), {y}, std::move(a));
+    return y;
+  };
+  ValueId v = op("HardSwish", {conv(x)});
+  v = op("Sigmoid", {conv(v)});
+  v = op("Clip", {v, scalar(g, 0.2f), scalar(g, 0.7f)});
+  Attributes leaky;
+  leaky.set("alpha", 0.1f);
+  v = op("LeakyRelu", {conv(v)}, leaky);
+  ValueId c = conv(v);
+  ValueId s = op("Sigmoid", {c});
+  v = op("Mul", {c, s});  // SiLU once fused
+  g.outputs = {conv(v)};
+  validate(g);
+  return g;
+}
+
+QuantizedBuild quantized_maps_net(std::unique_ptr<CompiledModel>& fp32) {
+  CompileOptions o;
+  o.threads = 2;
+  fp32 = CompiledModel::compile(maps_net(), o);
+  QuantizeOptions q;
+  q.synthetic_samples = 3;
+  return build_quantized(*fp32, o, q, SlowPolicy::allow);  // host-independent graph
+}
+
+const Node* find_lut(const Graph& g, const std::string& op) {
+  for (const Node& n : g.nodes)
+    if (n.op == "QLut" && n.attrs.get_string("op", "") == op) return &n;
+  return nullptr;
+}
+
+TEST(QLut, QuantizerRunsElementwiseMapsOnCodes) {
+  std::unique_ptr<CompiledModel> fp32;
+  QuantizedBuild b = quantized_maps_net(fp32);
+  const Graph& g = b.model->graph();
+  EXPECT_EQ(count_ops(g, "QLut"), 5);  // HardSwish, Sigmoid, Clip, LeakyRelu, SiLU
+  EXPECT_EQ(count_ops(g, "QConv"), 5);
+  // One QuantizeLinear at the input and one DequantizeLinear at the output: no domain change between.
+  EXPECT_EQ(count_ops(g, "QuantizeLinear"), 1);
+  EXPECT_EQ(count_ops(g, "DequantizeLinear"), 1);
+  for (const char* op : {"HardSwish", "Sigmoid", "Clip", "LeakyRelu", "SiLU"}) EXPECT_NE(find_lut(g, op), nullptr) << op;
+  // Against the int8 model with every map in fp32 between DQ and Q: close, and both near fp32.
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    auto in = synthetic_inputs(fp32->graph(), seed);
+    const Tensor a = fp32->run(in)[0], q = b.model->run(in)[0];
+    double dot = 0, na = 0, nq = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      dot += double(a.data<float>()[i]) * q.data<float>()[i];
+      na += double(a.data<float>()[i]) * a.data<float>()[i];
+      nq += double(q.data<float>()[i]) * q.data<float>()[i];
+    }
+    EXPECT_GT(dot / std::sqrt(na * nq), 0.99) << "seed " << seed;
+  }
+}
+
+// The tables against the ops' formulas in double (oracle: the ONNX definitions, not lowbit's
+// reference kernels): every code within one step, and nearly all exact (an fp32 reference can
+// round a value that sits on a half step the other way).
+TEST(QLut, TablesAreTheOpOfEveryDequantizedCode) {
+  std::unique_ptr<CompiledModel> fp32;
+  QuantizedBuild b = quantized_maps_net(fp32);
+  const Graph& g = b.model->graph();
+  auto formula = [](const std::string& op, double x) {
+    if (op == "HardSwish") return x * std::clamp(x / 6.0 + 0.5, 0.0, 1.0);
+    if (op == "Sigmoid") return 1.0 / (1.0 + std::exp(-x));
+    if (op == "Clip") return std::clamp(x, 0.2, 0.7);
+    if (op == "LeakyRelu") return x < 0 ? 0.1 * x : x;
+    return x / (1.0 + std::exp(-x));  // SiLU
+  };
+  for (const char* op : {"HardSwish", "Sigmoid", "Clip", "LeakyRelu", "SiLU"}) {
+    const Node* n = find_lut(g, op);
+    ASSERT_NE(n, nullptr) << op;
+    const QuantParams& qx = *g.value(n->inputs[0]).quant;
+    const QuantParams& qy = *g.value(n->outputs[0]).quant;
+    const uint8_t* t = g.constant(n->inputs[1])->data<uint8_t>();
+    int exact = 0;
+    for (int c = 0; c < 256; ++c) {
+      const double y = formula(op, (c - qx.zero_point[0]) * double(qx.scale[0]));
+      const double want = std::clamp(std::nearbyint(y / qy.scale[0]) + qy.zero_point[0], 0.0, 255.0);
+      EXPECT_LE(std::abs(t[c] - want), 1.0) << op << " code " << c;
+      exact += t[c] == want;
+    }
+    EXPECT_GE(exact, 250) << op;
+  }
+}
+
+// Every QLut row against the reference, at sizes around the kernel's task size, 1 and 3 threads.
+TEST(QLut, EveryRowMatchesTheReference) {
+  std::mt19937 rng(11);
+  int rows = 0;
+  for (const KernelCandidate* kc : candidates_for("QLut")) {
+    if (kc->name.starts_with("reference") || !kc->create) continue;
+    ++rows;
+    for (int64_t n : {1, 15, 4097, 65536 + 33, 200001}) {
+      Graph g;
+      ValueId x = g.add_value("x", DType::u8, {1, n}, true);
+      g.value(x).quant = QuantParams{{0.05f}, {7}, -1};
+      Tensor table(DType::u8, {256});
+      for (int c = 0; c < 256; ++c) table.data<uint8_t>()[c] = static_cast<uint8_t>(rng());
+      ValueId t = g.add_constant("t", table);
+      ValueId y = g.add_value("y", DType::u8, {1, n}, true);
+      g.value(y).quant = QuantParams{{0.02f}, {3}, -1};
+      Attributes a;
+      a.set("op", std::string("Sigmoid"));
+      g.add_node("QLut", "lut", {x, t}, {y}, a);
+      validate(g);
+      Tensor xin(DType::u8, {1, n}), want(DType::u8, {1, n});
+      for (int64_t i = 0; i < n; ++i) xin.data<uint8_t>()[i] = static_cast<uint8_t>(rng());
+      std::vector<TensorView> in = {xin.view(), table.view()}, ref_out = {want.view()};
+      find_reference("QLut")(g, g.nodes[0], in, ref_out);
+      NodeContext ctx{g, g.nodes[0], host_target(), 3};
+      ASSERT_EQ(kc->check(ctx), "") << kc->name;
+      auto k = kc->create(ctx);
+      for (int threads : {1, 3}) {
+        ThreadPool pool(threads);
+        Tensor got(DType::u8, {1, n});
+        std::vector<TensorView> out = {got.view()};
+        k->run(in, out, pool);
+        EXPECT_EQ(std::memcmp(got.data<uint8_t>(), want.data<uint8_t>(), size_t(n)), 0)
+            << kc->name << " n " << n << " threads " << threads;
+      }
+    }
+  }
+  EXPECT_GE(rows, 1);
+}
+
+#ifdef LOWBIT_HAS_ONNX
+// QDQ export writes each table as its op between DequantizeLinear and QuantizeLinear. Imported
+// back, that op runs on lowbit's fp32 SIMD kernels, whose Sigmoid is within 2 ulp of the
+// reference the table was made with: a value on a half step can round to the neighbouring code,
+// so a few outputs move by a little, and nothing more (a wrong op or attribute would move all).
+TEST(QLut, QdqExportReimportsToTheSameCodes) {
+  std::unique_ptr<CompiledModel> fp32;
+  QuantizedBuild b = quantized_maps_net(fp32);
+  CompileOptions o;
+  o.threads = 2;
+  auto back = CompiledModel::compile(import_onnx_bytes(export_onnx_qdq_bytes(b.graph), {}, "qlut-roundtrip"), o);
+  EXPECT_EQ(count_ops(back->graph(), "QConv"), 5);
+  for (uint64_t seed = 4; seed <= 6; ++seed) {
+    auto in = synthetic_inputs(fp32->graph(), seed);
+    const Tensor a = b.model->run(in)[0], r = back->run(in)[0];
+    int64_t differ = 0;
+    double dot = 0, na = 0, nr = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      differ += a.data<float>()[i] != r.data<float>()[i];
+      dot += double(a.data<float>()[i]) * r.data<float>()[i];
+      na += double(a.data<float>()[i]) * a.data<float>()[i];
+      nr += double(r.data<float>()[i]) * r.data<float>()[i];
+    }
+    EXPECT_LE(differ, a.numel() / 20) << "seed " << seed;
+    EXPECT_GT(dot / std::sqrt(na * nr), 0.9999) << "seed " << seed;
+  }
+}
+
+#endif  // LOWBIT_HAS_ONNX
+
+}  // namespace
+}  // namespace lowbit
