@@ -17,6 +17,7 @@
 #include "lowbit/kernels/reference/reference.h"
 #include "lowbit/quant/guard.h"
 #include "lowbit/runtime/thread_pool.h"
+#include "tensor_compare.h"
 
 namespace lowbit {
 namespace {
@@ -97,13 +98,7 @@ TEST(QLut, QuantizerRunsElementwiseMapsOnCodes) {
   for (uint64_t seed = 1; seed <= 3; ++seed) {
     auto in = synthetic_inputs(fp32->graph(), seed);
     const Tensor a = fp32->run(in)[0], q = b.model->run(in)[0];
-    double dot = 0, na = 0, nq = 0;
-    for (int64_t i = 0; i < a.numel(); ++i) {
-      dot += double(a.data<float>()[i]) * q.data<float>()[i];
-      na += double(a.data<float>()[i]) * a.data<float>()[i];
-      nq += double(q.data<float>()[i]) * q.data<float>()[i];
-    }
-    EXPECT_GT(dot / std::sqrt(na * nq), 0.99) << "seed " << seed;
+    EXPECT_GT(testutil::cosine(a, q), 0.99) << "seed " << seed;
   }
 }
 
@@ -193,16 +188,8 @@ TEST(QLut, QdqExportReimportsToTheSameCodes) {
   for (uint64_t seed = 4; seed <= 6; ++seed) {
     auto in = synthetic_inputs(fp32->graph(), seed);
     const Tensor a = b.model->run(in)[0], r = back->run(in)[0];
-    int64_t differ = 0;
-    double dot = 0, na = 0, nr = 0;
-    for (int64_t i = 0; i < a.numel(); ++i) {
-      differ += a.data<float>()[i] != r.data<float>()[i];
-      dot += double(a.data<float>()[i]) * r.data<float>()[i];
-      na += double(a.data<float>()[i]) * a.data<float>()[i];
-      nr += double(r.data<float>()[i]) * r.data<float>()[i];
-    }
-    EXPECT_LE(differ, a.numel() / 20) << "seed " << seed;
-    EXPECT_GT(dot / std::sqrt(na * nr), 0.9999) << "seed " << seed;
+    EXPECT_LE(testutil::count_different(a, r), a.numel() / 20) << "seed " << seed;
+    EXPECT_GT(testutil::cosine(a, r), 0.9999) << "seed " << seed;
   }
 }
 

@@ -14,6 +14,7 @@
 #include "lowbit/operators/qconv2d_subbyte.h"
 #include "lowbit/operators/qconv2d_u8.h"
 #include "lowbit/operators/qlut_u8.h"
+#include "lowbit/operators/qmul_u8.h"
 #include "lowbit/operators/quantize_u8.h"
 
 namespace lowbit {
@@ -109,6 +110,8 @@ std::vector<KernelCandidate> qu8_candidates() {
                LOWBIT_X86_ONLY(create_qgemm_u8_gemv_avx2), {"qu8_gemv_acc__avx2"}});
   t.push_back({"QAdd", "qu8-vadd-avx2", x86, {F::avx2, F::fma}, check_qadd_u8, LOWBIT_X86_ONLY(create_qadd_u8_avx2),
                {"qu8_vadd__avx2"}});
+  t.push_back({"QMul", "qu8-vmul-avx2", x86, {F::avx2, F::fma}, check_qmul_u8, LOWBIT_X86_ONLY(create_qmul_u8_avx2),
+               {"qu8_vmul_k1__avx2", "qu8_vmul_kn__avx2"}});
   // Per-tensor u8 only; per-axis and i8 fall through to the reference.
   t.push_back({"QuantizeLinear", "qu8-quantize-avx2", x86, {F::avx2, F::fma}, check_quantize_u8,
                LOWBIT_X86_ONLY(create_quantize_u8_avx2), {"qu8_quantize__avx2"}});
@@ -122,8 +125,7 @@ std::vector<KernelCandidate> qu8_candidates() {
   t.push_back({"GlobalAveragePool", "qu8-global-avgpool-avx2", x86, {F::avx2, F::fma}, check_global_avgpool_u8,
                LOWBIT_X86_ONLY(create_global_avgpool_u8_avx2), {"qu8_global_avgpool__avx2"}});
 
-  // ---- AArch64 ---- (QAdd has no NEON kernel yet, so the
-  // guard keeps QAdd nodes in fp32)
+  // ---- AArch64 ---- (QAdd and QMul have no NEON kernel yet, so the guard keeps those nodes in fp32)
   t.push_back({"QConv", "qu1-qb1w-conv2d-xnor-4x8-neon", arm, {F::neon}, check_qconv2d_qu1_qb1w_xnor,
                LOWBIT_AARCH64_ONLY(create_binary_conv2d_neon), {"qb1_gemm_tile__neon"}, nullptr,
                /*subbyte=*/true});

@@ -153,6 +153,25 @@ void infer_qadd(InferContext& c) {
   require_output_quant(c, DType::u8);
 }
 
+// QMul: A u8 times B u8, B of A's shape or of A's leading dims then ones (a squeeze-excite scale
+// per channel: [N, C, 1, 1] against [N, C, H, W]).
+void infer_qmul(InferContext& c) {
+  check_input_dtypes(c, {{"A", kU8}, {"B", kU8}});
+  const Shape &a = c.shape(0), &b = c.shape(1);
+  bool ok = a.size() == b.size();
+  bool ones = false;  // past B's leading dims
+  for (size_t i = 0; ok && i < a.size(); ++i) {
+    if (b[i] != a[i]) ones = true;
+    ok = ones ? b[i] == 1 : true;
+  }
+  c.require(ok, "QMul needs B of A's shape or of A's leading dims then ones, got " + shape_str(a) + " and " +
+                    shape_str(b));
+  require_quant(c, c.node().inputs[0], "A", 1);
+  require_quant(c, c.node().inputs[1], "B", 1);
+  c.set_output(0, DType::u8, a);
+  require_output_quant(c, DType::u8);
+}
+
 // QLut: an element-wise map (attribute `op`, with that op's attributes and constant inputs after
 // the table) on u8 codes, y = T[x]. The quantizer fills T with quantize(op(dequantize(code))).
 void infer_qlut(InferContext& c) {
@@ -290,6 +309,8 @@ const bool kRegistered = [] {
                    .signatures = "A u8 (codes u8|u4|u2|u1), B i8|i4|i2|b1, C f32 -> Y u8 (codes u8|u4|u2|u1) | f32"});
   SchemaRegistrar({.op = "QAdd", .min_inputs = 2, .max_inputs = 2, .infer = infer_qadd, .lowbit_quantized = true,
                    .signatures = "A u8, B u8 (codes u8|u4|u2|u1) -> Y u8 (codes u8|u4|u2|u1)"});
+  SchemaRegistrar({.op = "QMul", .min_inputs = 2, .max_inputs = 2, .infer = infer_qmul, .lowbit_quantized = true,
+                   .signatures = "A u8, B u8 (A's shape, or its leading dims then ones) -> Y u8"});
   SchemaRegistrar({.op = "QLut", .min_inputs = 2, .max_inputs = 4, .infer = infer_qlut, .lowbit_quantized = true,
                    .signatures = "X u8 (codes u8|u4|u2), T u8 [256] (constant), the op's constants f32 -> Y u8"});
   SchemaRegistrar({.op = "QuantizeLinear", .min_inputs = 2, .max_inputs = 3, .infer = infer_quantize_linear,

@@ -250,6 +250,7 @@ class Rewriter {
     if (n.op == "Conv") return quantize_conv(n, x, y);
     if (n.op == "Gemm") return quantize_gemm(n, x, y);
     if (n.op == "Add" && n.inputs.size() == 2) return quantize_add(n);
+    if (n.op == "Mul" && n.inputs.size() == 2) return quantize_mul(n);
     if (elementwise_map(n.op)) return quantize_lut(n, x, y);
     // Ops that move, select or average codes keep the input's scale: no requantization needed.
     bool passthrough = quant_passthrough(n.op) != QuantPassthrough::no;
@@ -347,6 +348,27 @@ class Rewriter {
     if (f_.is_constant(a) || f_.is_constant(b) || fv(a).shape != fv(b).shape) return false;
     if (!has_range(a) || !has_range(b) || !has_range(y) || (!is_u8(a) && !is_u8(b))) return false;
     q_.add_node("QAdd", n.name, {u8(a), u8(b)}, {new_u8(y, act_params(y))}, n.attrs);
+    return true;
+  }
+
+  // A product of two activations where one is the other's shape or a scale per leading index
+  // (squeeze-excite: x * Sigmoid(fc(pool(x))) with the scale [N, C, 1, 1]).
+  bool quantize_mul(const Node& n) {
+    ValueId a = n.inputs[0], b = n.inputs[1], y = n.outputs[0];
+    if (f_.is_constant(a) || f_.is_constant(b) || !has_range(a) || !has_range(b) || !has_range(y)) return false;
+    if (!is_u8(a) && !is_u8(b)) return false;
+    auto scales = [&](const Shape& big, const Shape& small) {  // small: big's leading dims, then ones
+      if (big.size() != small.size()) return false;
+      bool ones = false;
+      for (size_t i = 0; i < big.size(); ++i) {
+        ones |= small[i] != big[i];
+        if (ones && small[i] != 1) return false;
+      }
+      return true;
+    };
+    if (!scales(fv(a).shape, fv(b).shape)) std::swap(a, b);
+    if (!scales(fv(a).shape, fv(b).shape) || fv(y).shape != fv(a).shape) return false;
+    q_.add_node("QMul", n.name, {u8(a), u8(b)}, {new_u8(y, act_params(y))}, n.attrs);
     return true;
   }
 

@@ -266,6 +266,7 @@ class QdqExporter {
     if (n.op == "QGemm") return emit_qgemm(n);
     if (n.op == "QAdd") return emit_qadd(n);
     if (n.op == "QLut") return emit_qlut(n);
+    if (n.op == "QMul") return emit_qmul(n);
     const bool u8_in = !n.inputs.empty() && n.inputs[0] != kNoValue && g_.value(n.inputs[0]).dtype == DType::u8;
     // Averaging ops as DQ -> the fp32 op -> Q (ONNX Runtime's int8 averages round otherwise).
     if (u8_in && quant_passthrough(n.op) == QuantPassthrough::averages) {
@@ -285,10 +286,8 @@ class QdqExporter {
   void emit_qlut(const Node& n) {
     const std::string op = n.attrs.get_string("op", "");
     const std::string x = dq(n.inputs[0], n), t = fresh(n.name + "_f32");
-    if (op == "SiLU") {  // x * Sigmoid(x), as emit_float spells it
-      const std::string s = fresh(n.name + "_sigmoid");
-      node("Sigmoid", n.name + "_sigmoid", {x}, {s});
-      node("Mul", n.name, {x, s}, {t});
+    if (op == "SiLU" || op == "HardSwish") {
+      emit_gated(op, n.name, x, t);
     } else {
       std::vector<std::string> in{x};
       for (size_t i = 2; i < n.inputs.size(); ++i) in.push_back(name(n.inputs[i]));
@@ -299,12 +298,22 @@ class QdqExporter {
     q(t, quant(g_, n, n.outputs[0]), name(n.outputs[0]), n.name + "_quantize");
   }
 
+  // x * gate(x) in opset-13 ops: SiLU (lowbit's fused x * Sigmoid(x); ONNX has no SiLU before
+  // opset 24) and HardSwish (opset 14) = x * HardSigmoid(x, alpha 1/6, beta 0.5).
+  void emit_gated(const std::string& op, const std::string& base, const std::string& x, const std::string& out) {
+    const std::string s = fresh(base + "_gate");
+    onnx::NodeProto* p = node(op == "SiLU" ? "Sigmoid" : "HardSigmoid", base + "_gate", {x}, {s});
+    if (op == "HardSwish") {
+      copy_attr(p, Node{}, "alpha", AttrValue(1.0f / 6.0f));
+      copy_attr(p, Node{}, "beta", AttrValue(0.5f));
+    }
+    node("Mul", base, {x, s}, {out});
+  }
+
   // fp32 nodes (and Q / DQ / u8 moves) as they are, with lowbit's fused epilogues spelled out.
   void emit_float(const Node& n) {
-    if (n.op == "SiLU") {  // lowbit's fused x * Sigmoid(x): ONNX has no SiLU before opset 24
-      const std::string x = name(n.inputs[0]), s = fresh(n.name + "_sigmoid");
-      node("Sigmoid", n.name + "_sigmoid", {x}, {s});
-      node("Mul", n.name, {x, s}, {g_.value(n.outputs[0]).name});
+    if (n.op == "SiLU" || n.op == "HardSwish") {
+      emit_gated(n.op, n.name, name(n.inputs[0]), g_.value(n.outputs[0]).name);
       return;
     }
     const bool conv_residual = n.op == "Conv" && Graph::input_or_none(n, 3) != kNoValue;
@@ -447,6 +456,13 @@ class QdqExporter {
     const QuantParams& qy = quant(g_, n, n.outputs[0]);
     std::string s = fresh(n.name + "_sum");
     node("Add", n.name, {dq(n.inputs[0], n), dq(n.inputs[1], n)}, {s});
+    q(activation(n, s, &qy), qy, name(n.outputs[0]), n.name + "_quantize");
+  }
+
+  void emit_qmul(const Node& n) {  // as QAdd: DQ x DQ -> Mul (-> the fused clamp) -> Q
+    const QuantParams& qy = quant(g_, n, n.outputs[0]);
+    std::string s = fresh(n.name + "_product");
+    node("Mul", n.name, {dq(n.inputs[0], n), dq(n.inputs[1], n)}, {s});
     q(activation(n, s, &qy), qy, name(n.outputs[0]), n.name + "_quantize");
   }
 

@@ -234,6 +234,30 @@ void qadd(const Graph& g, const Node& n, std::span<const TensorView> in, std::sp
   }
 }
 
+// ---- QMul ----
+
+// m = (s_a * s_b) / s_y; per element of B, k = float(b - zp_b) * m; then
+// y = requant(float(a - zp_a) * k). B is A's shape or its leading dims then ones: each B element
+// scales `inner` consecutive elements of A.
+void qmul(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
+  if (in[0].dtype != DType::u8 || in[1].dtype != DType::u8) fail(n, "QMul reference expects u8 inputs");
+  const QuantParams& qa = quant_of(g, n, n.inputs[0], "A");
+  const QuantParams& qb = quant_of(g, n, n.inputs[1], "B");
+  const QuantParams& qy = quant_of(g, n, n.outputs[0], "output");
+  const float s_y = qy.scale[0], m = qa.scale[0] * qb.scale[0] / s_y;
+  const int32_t zp_a = qa.zero_point[0], zp_b = qb.zero_point[0], zp_y = qy.zero_point[0];
+  const QClamp c = qclamp(act_attr(n, "act_min", -INFINITY), act_attr(n, "act_max", INFINITY), s_y, zp_y,
+                          code_range(g.value(n.outputs[0])));
+  const int64_t inner = out[0].numel() / in[1].numel();
+  const uint8_t* a = in[0].as<uint8_t>();
+  const uint8_t* b = in[1].as<uint8_t>();
+  uint8_t* y = out[0].as<uint8_t>();
+  for (int64_t i = 0; i < out[0].numel(); ++i) {
+    const float k = static_cast<float>(int32_t{b[i / inner]} - zp_b) * m;
+    y[i] = requant(static_cast<float>(int32_t{a[i]} - zp_a) * k, zp_y, c);
+  }
+}
+
 // ---- QLut ----
 
 void qlut(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
@@ -485,6 +509,7 @@ const ReferenceRegistrar kQConv("QConv", qconv);
 const ReferenceRegistrar kQGemm("QGemm", qgemm);
 const ReferenceRegistrar kQAdd("QAdd", qadd);
 const ReferenceRegistrar kQLut("QLut", qlut);
+const ReferenceRegistrar kQMul("QMul", qmul);
 const ReferenceRegistrar kQuantizeLinear("QuantizeLinear", quantize_linear);
 const ReferenceRegistrar kDequantizeLinear("DequantizeLinear", dequantize_linear);
 const ReferenceRegistrar kQLinearConv("QLinearConv", qlinear_conv);
