@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 #include <gmock/gmock.h>
 
+#include <onnx/onnx_pb.h>
+
 #include <cmath>
 #include <random>
 
 #include "lowbit/frontend/onnx/onnx_export_qdq.h"
 #include "lowbit/frontend/onnx/onnx_import.h"
 #include "lowbit/io/synthetic.h"
+#include "lowbit/ir/op_schema.h"
 #include "lowbit/passes/qdq.h"
 #include "lowbit/quant/guard.h"
 
@@ -395,4 +398,48 @@ TEST(Qdq, ExportSpellsOutFp32NodesWithFusedEpilogues) {
     auto in = synthetic_inputs(fp32->graph(), seed);
     EXPECT_GT(cosine(qb.model->run(in)[0], back->run(in)[0]), 0.9999) << "seed " << seed;
   }
+}
+
+// The export writes opset 13: a HardSwish (opset 14) is spelled x * HardSigmoid(x), and an
+// unfolded BatchNormalization (DenseNet's, after a Concat) loses training_mode = 0 (opset 14).
+// ONNX Runtime refused both files before.
+TEST(Qdq, ExportStaysInsideOpset13) {
+  Graph g;
+  ValueId x = g.add_value("x", DType::f32, {1, 4, 6, 6}, true);
+  g.inputs.push_back(x);
+  auto vec = [&](float v) {
+    Tensor t(DType::f32, {4});
+    for (int i = 0; i < 4; ++i) t.data<float>()[i] = v + 0.1f * i;
+    return g.add_constant(g.unique_name("bn"), t);
+  };
+  ValueId bn = g.add_value("bn_out");
+  Attributes ba;
+  ba.set("training_mode", int64_t{0});
+  g.add_node("BatchNormalization", "bn", {x, vec(1.0f), vec(0.0f), vec(0.1f), vec(1.0f)}, {bn}, ba);
+  Tensor w(DType::f32, {4, 4, 1, 1});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 0.1f * float(i % 7) - 0.3f;
+  ValueId c = g.add_value("conv_out"), h = g.add_value("hs_out"), y = g.add_value("y");
+  g.add_node("Conv", "conv", {bn, g.add_constant("w", w)}, {c});
+  g.add_node("HardSwish", "hs", {c}, {h});
+  g.add_node("Conv", "conv2", {h, g.add_constant("w2", w)}, {y});
+  g.outputs = {y};
+  validate(g);
+  CompileOptions o;
+  auto fp32 = CompiledModel::compile(g, o);
+  QuantizeOptions q;
+  q.synthetic_samples = 2;
+  QuantizedBuild qb = build_quantized(*fp32, o, q, SlowPolicy::allow);
+  onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(export_onnx_qdq_bytes(qb.graph)));
+  ASSERT_EQ(m.opset_import(0).version(), 13);
+  int gates = 0;
+  for (const onnx::NodeProto& n : m.graph().node()) {
+    EXPECT_NE(n.op_type(), "HardSwish");
+    gates += n.op_type() == "HardSigmoid";
+    for (const onnx::AttributeProto& a : n.attribute()) EXPECT_NE(a.name(), "training_mode") << n.name();
+  }
+  EXPECT_EQ(gates, 1);
+  auto back = compile(import_onnx_bytes(export_onnx_qdq_bytes(qb.graph), {}, "opset13"), true);
+  auto in = synthetic_inputs(fp32->graph(), 3);
+  EXPECT_GT(cosine(qb.model->run(in)[0], back->run(in)[0]), 0.999);
 }

@@ -74,6 +74,10 @@ void fill_onnx_value_info(onnx::ValueInfoProto* vi, const Value& v) {
   }
 }
 
+bool opset13_attribute(const Node& n, const std::string& name) {
+  return !(n.op == "Softmax" && name == "coerce_2d") && !(n.op == "BatchNormalization" && name == "training_mode");
+}
+
 void fill_onnx_attribute(onnx::AttributeProto* a, const std::string& name, const AttrValue& v, const Node& n) {
   using AP = onnx::AttributeProto;
   a->set_name(name);
@@ -137,8 +141,7 @@ std::string export_onnx_bytes(const Graph& g) {
     for (size_t i = 0; i < n_in; ++i) p->add_input(n.inputs[i] == kNoValue ? "" : g.value(n.inputs[i]).name);
     for (ValueId o : n.outputs) p->add_output(o == kNoValue ? "" : g.value(o).name);
     for (const auto& [name, value] : n.attrs.all())
-      if (!(n.op == "Softmax" && name == "coerce_2d") && !(n.op == "BatchNormalization" && name == "training_mode"))
-        fill_onnx_attribute(p->add_attribute(), name, value, n);
+      if (opset13_attribute(n, name)) fill_onnx_attribute(p->add_attribute(), name, value, n);
     // Intermediate values whose shapes are known help consumers of the file (and ORT's planner).
     for (ValueId o : n.outputs)
       if (o != kNoValue && !io.count(o) && g.value(o).shape_known) fill_onnx_value_info(graph->add_value_info(), g.value(o));

@@ -125,7 +125,7 @@ class QdqExporter {
   // ONNX attributes of n, without lowbit-internal ones (fused clamp, pinned kernel, notes).
   static void copy_attrs(onnx::NodeProto* p, const Node& n) {
     for (const auto& [k, v] : n.attrs.all()) {
-      bool skip = k == "act_min" || k == "act_max" || k == "qdq_unfused" || k == "coerce_2d" || k == kPinnedKernelAttr;
+      bool skip = k == "act_min" || k == "act_max" || k == "qdq_unfused" || k == kPinnedKernelAttr || !opset13_attribute(n, k);
       if (!skip) copy_attr(p, n, k, v);
     }
   }
