@@ -122,6 +122,13 @@ def main():
     if a.det:
         models.append(("ppocr_v4_det", fetch_det(a.work), DET_SHAPE))
 
+    inputs = {}  # models with a fixed input shape: ORT gets an input of that shape (lowbit: --input-shape)
+    for label, path, shape in models:
+        if shape:
+            dims = [int(d) for d in shape.split("=")[1].split("x")]
+            inputs[label] = os.path.join(a.work, label + "_input.npy")
+            run(["/usr/bin/python3", "-c", f"import numpy as np; np.save({inputs[label]!r}, "
+                 f"np.random.default_rng(1).standard_normal({dims}).astype(np.float32))"])
     precisions = a.precisions.split(",")
     threads = [int(t) for t in a.threads.split(",")]
     kept = {}
@@ -150,7 +157,7 @@ def main():
                 for t in threads:
                     tmp = os.path.join(a.work, "t.json")
                     try:
-                        o = ort_ms(om, t, a.runs, a.warmup, tmp)
+                        o = ort_ms(om, t, a.runs, a.warmup, tmp, inputs.get(label))
                         q = lowbit_ms(a.lowbit, lb, shape, t, a.runs, a.warmup, tmp)
                     except Failed as e:
                         print(f"  {label} {prec} {t} thread(s) left out: {e}", flush=True)

@@ -400,9 +400,9 @@ TEST(Qdq, ExportSpellsOutFp32NodesWithFusedEpilogues) {
   }
 }
 
-// The export writes opset 13: a HardSwish (opset 14) is spelled x * HardSigmoid(x), and an
-// unfolded BatchNormalization (DenseNet's, after a Concat) loses training_mode = 0 (opset 14).
-// ONNX Runtime refused both files before.
+// The export writes opset 13: a HardSwish (opset 14) is spelled x * HardSigmoid(x), an unfolded
+// BatchNormalization (DenseNet's, after a Concat) loses training_mode = 0 and a Reshape (ShuffleNet's
+// channel shuffle) allowzero = 0, both opset 14. ONNX Runtime refused all three files before.
 TEST(Qdq, ExportStaysInsideOpset13) {
   Graph g;
   ValueId x = g.add_value("x", DType::f32, {1, 4, 6, 6}, true);
@@ -421,7 +421,16 @@ TEST(Qdq, ExportStaysInsideOpset13) {
   ValueId c = g.add_value("conv_out"), h = g.add_value("hs_out"), y = g.add_value("y");
   g.add_node("Conv", "conv", {bn, g.add_constant("w", w)}, {c});
   g.add_node("HardSwish", "hs", {c}, {h});
-  g.add_node("Conv", "conv2", {h, g.add_constant("w2", w)}, {y});
+  Tensor shape(DType::i64, {4});
+  for (int i = 0; i < 4; ++i) shape.data<int64_t>()[i] = std::vector<int64_t>{1, 4, 36, 1}[size_t(i)];
+  ValueId r = g.add_value("r"), r2 = g.add_value("r2");
+  Attributes ra;
+  ra.set("allowzero", int64_t{0});
+  g.add_node("Reshape", "reshape", {h, g.add_constant("shape", shape)}, {r}, ra);
+  Tensor back_shape(DType::i64, {4});
+  for (int i = 0; i < 4; ++i) back_shape.data<int64_t>()[i] = std::vector<int64_t>{1, 4, 6, 6}[size_t(i)];
+  g.add_node("Reshape", "reshape_back", {r, g.add_constant("shape2", back_shape)}, {r2});
+  g.add_node("Conv", "conv2", {r2, g.add_constant("w2", w)}, {y});
   g.outputs = {y};
   validate(g);
   CompileOptions o;
@@ -436,7 +445,10 @@ TEST(Qdq, ExportStaysInsideOpset13) {
   for (const onnx::NodeProto& n : m.graph().node()) {
     EXPECT_NE(n.op_type(), "HardSwish");
     gates += n.op_type() == "HardSigmoid";
-    for (const onnx::AttributeProto& a : n.attribute()) EXPECT_NE(a.name(), "training_mode") << n.name();
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      EXPECT_NE(a.name(), "training_mode") << n.name();
+      EXPECT_NE(a.name(), "allowzero") << n.name();
+    }
   }
   EXPECT_EQ(gates, 1);
   auto back = compile(import_onnx_bytes(export_onnx_qdq_bytes(qb.graph), {}, "opset13"), true);

@@ -125,7 +125,7 @@ std::vector<KernelCandidate> qu8_candidates() {
   t.push_back({"GlobalAveragePool", "qu8-global-avgpool-avx2", x86, {F::avx2, F::fma}, check_global_avgpool_u8,
                LOWBIT_X86_ONLY(create_global_avgpool_u8_avx2), {"qu8_global_avgpool__avx2"}});
 
-  // ---- AArch64 ---- (QAdd and QMul have no NEON kernel yet, so the guard keeps those nodes in fp32)
+  // ---- AArch64 ----
   t.push_back({"QConv", "qu1-qb1w-conv2d-xnor-4x8-neon", arm, {F::neon}, check_qconv2d_qu1_qb1w_xnor,
                LOWBIT_AARCH64_ONLY(create_binary_conv2d_neon), {"qb1_gemm_tile__neon"}, nullptr,
                /*subbyte=*/true});
@@ -139,6 +139,10 @@ std::vector<KernelCandidate> qu8_candidates() {
                LOWBIT_AARCH64_ONLY(create_qconv2d_u8_igemm_neon), {"qu8_gemm_tile__neon"}});
   t.push_back({"QGemm", "qu8-fc-gemv-neon", arm, {F::neon}, check_qgemm_u8_gemv,
                LOWBIT_AARCH64_ONLY(create_qgemm_u8_gemv_neon), {"qu8_gemv_acc__neon"}});
+  t.push_back({"QAdd", "qu8-vadd-neon", arm, {F::neon}, check_qadd_u8, LOWBIT_AARCH64_ONLY(create_qadd_u8_neon),
+               {"qu8_vadd__neon"}});
+  t.push_back({"QMul", "qu8-vmul-neon", arm, {F::neon}, check_qmul_u8, LOWBIT_AARCH64_ONLY(create_qmul_u8_neon),
+               {"qu8_vmul_k1__neon", "qu8_vmul_kn__neon"}});
   t.push_back({"MaxPool", "qu8-maxpool2d-chw-neon", arm, {F::neon}, check_maxpool2d_u8,
                LOWBIT_AARCH64_ONLY(create_maxpool2d_u8_neon), {"qu8_maxpool2d_chw__neon"}});
   t.push_back({"AveragePool", "qu8-avgpool2d-chw-neon", arm, {F::neon}, check_avgpool2d_u8,

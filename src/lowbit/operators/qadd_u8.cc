@@ -1,5 +1,5 @@
-// QAdd driver: same-shape u8 + u8 -> u8 through the AVX2 elementwise kernel, split into chunks
-// for the pool (elementwise: any split gives the same bytes).
+// QAdd driver: same-shape u8 + u8 -> u8 through an elementwise kernel (AVX2 or NEON), split into
+// chunks for the pool (elementwise: any split gives the same bytes).
 #include <algorithm>
 #include <cmath>
 
@@ -11,13 +11,11 @@
 namespace lowbit {
 namespace {
 
-// The kernels call x86 micro-kernels directly; on other architectures these ops run the reference.
-#if defined(__x86_64__)
 using ops::clamp_bound;
 
 class QAddU8 final : public Kernel {
  public:
-  explicit QAddU8(const NodeContext& ctx) {
+  QAddU8(const NodeContext& ctx, Qu8VaddFn fn) : fn_(fn) {
     const QuantParams& qa = *ctx.in(0).quant;
     const QuantParams& qb = *ctx.in(1).quant;
     const QuantParams& qy = *ctx.out(0).quant;
@@ -41,14 +39,14 @@ class QAddU8 final : public Kernel {
     uint8_t* y = out[0].as<uint8_t>();
     pool.parallel_for(tasks, [&](int64_t t, int) {
       const int64_t i0 = t * chunk, len = std::min(chunk, n - i0);
-      qu8_vadd__avx2(static_cast<size_t>(len), a + i0, b + i0, y + i0, p_);
+      fn_(static_cast<size_t>(len), a + i0, b + i0, y + i0, p_);
     });
   }
 
  private:
+  Qu8VaddFn fn_;
   Qu8AddParams p_;
 };
-#endif  // __x86_64__
 
 }  // namespace
 
@@ -65,7 +63,10 @@ std::string check_qadd_u8(const NodeContext& ctx) {
 }
 
 #if defined(__x86_64__)
-std::unique_ptr<Kernel> create_qadd_u8_avx2(const NodeContext& ctx) { return std::make_unique<QAddU8>(ctx); }
+std::unique_ptr<Kernel> create_qadd_u8_avx2(const NodeContext& ctx) { return std::make_unique<QAddU8>(ctx, qu8_vadd__avx2); }
+#endif
+#if defined(__aarch64__)
+std::unique_ptr<Kernel> create_qadd_u8_neon(const NodeContext& ctx) { return std::make_unique<QAddU8>(ctx, qu8_vadd__neon); }
 #endif
 
 }  // namespace lowbit

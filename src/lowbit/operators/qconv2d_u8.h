@@ -59,5 +59,6 @@ std::unique_ptr<Kernel> create_qgemm_u8_gemv_neon(const NodeContext& ctx);  // a
 // QAdd of two u8 tensors of the same shape.
 std::string check_qadd_u8(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_qadd_u8_avx2(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qadd_u8_neon(const NodeContext& ctx);  // aarch64 builds only
 
 }  // namespace lowbit

@@ -12,10 +12,9 @@
 namespace lowbit {
 namespace {
 
-#if defined(__x86_64__)
 class QMulU8 final : public Kernel {
  public:
-  explicit QMulU8(const NodeContext& ctx) {
+  QMulU8(const NodeContext& ctx, Qu8VmulKernels ks) : ks_(ks) {
     const QuantParams& qa = *ctx.in(0).quant;
     const QuantParams& qb = *ctx.in(1).quant;
     const QuantParams& qy = *ctx.out(0).quant;
@@ -41,7 +40,7 @@ class QMulU8 final : public Kernel {
       const int64_t per = std::max<int64_t>(1, 16384 / inner_), tasks = ops::ceil_div(nb, per);
       pool.parallel_for(tasks, [&](int64_t t, int) {
         for (int64_t r = t * per; r < std::min(nb, (t + 1) * per); ++r)
-          qu8_vmul_k1__avx2(static_cast<size_t>(inner_), a + r * inner_,
+          ks_.k1(static_cast<size_t>(inner_), a + r * inner_,
                             static_cast<float>(int32_t{b[r]} - zp_b_) * m_, y + r * inner_, p_);
       });
       return;
@@ -52,17 +51,17 @@ class QMulU8 final : public Kernel {
       const int64_t i0 = t * chunk, len = std::min(chunk, n - i0);
       float k[chunk];
       for (int64_t i = 0; i < len; ++i) k[i] = static_cast<float>(int32_t{b[(i0 + i) / inner_]} - zp_b_) * m_;
-      qu8_vmul_kn__avx2(static_cast<size_t>(len), a + i0, k, y + i0, p_);
+      ks_.kn(static_cast<size_t>(len), a + i0, k, y + i0, p_);
     });
   }
 
  private:
+  Qu8VmulKernels ks_;
   Qu8MulParams p_;
   float m_ = 1.0f;
   int32_t zp_b_ = 0;
   int64_t inner_ = 1;
 };
-#endif  // __x86_64__
 
 }  // namespace
 
@@ -77,7 +76,14 @@ std::string check_qmul_u8(const NodeContext& ctx) {
 }
 
 #if defined(__x86_64__)
-std::unique_ptr<Kernel> create_qmul_u8_avx2(const NodeContext& ctx) { return std::make_unique<QMulU8>(ctx); }
+std::unique_ptr<Kernel> create_qmul_u8_avx2(const NodeContext& ctx) {
+  return std::make_unique<QMulU8>(ctx, Qu8VmulKernels{qu8_vmul_k1__avx2, qu8_vmul_kn__avx2});
+}
+#endif
+#if defined(__aarch64__)
+std::unique_ptr<Kernel> create_qmul_u8_neon(const NodeContext& ctx) {
+  return std::make_unique<QMulU8>(ctx, Qu8VmulKernels{qu8_vmul_k1__neon, qu8_vmul_kn__neon});
+}
 #endif
 
 }  // namespace lowbit

@@ -75,7 +75,10 @@ void fill_onnx_value_info(onnx::ValueInfoProto* vi, const Value& v) {
 }
 
 bool opset13_attribute(const Node& n, const std::string& name) {
-  return !(n.op == "Softmax" && name == "coerce_2d") && !(n.op == "BatchNormalization" && name == "training_mode");
+  if (n.op == "Softmax" && name == "coerce_2d") return false;
+  if (n.op == "BatchNormalization" && name == "training_mode") return n.attrs.get_int(name, 0) != 0;
+  if (n.op == "Reshape" && name == "allowzero") return n.attrs.get_int(name, 0) != 0;
+  return true;
 }
 
 void fill_onnx_attribute(onnx::AttributeProto* a, const std::string& name, const AttrValue& v, const Node& n) {

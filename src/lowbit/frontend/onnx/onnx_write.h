@@ -16,9 +16,10 @@ void fill_onnx_tensor(onnx::TensorProto* out, const Tensor& t, const std::string
 void fill_onnx_value_info(onnx::ValueInfoProto* vi, const Value& v);
 // Writes attribute `name` of node `n` (every Attributes kind; tensors as TensorProto).
 void fill_onnx_attribute(onnx::AttributeProto* a, const std::string& name, const AttrValue& v, const Node& n);
-// False for attributes that the inference-only defaults make redundant and opset 13 does not have
-// (BatchNormalization's training_mode = 0, opset 14; Softmax's coerce_2d, lowbit's note of the
-// opset < 13 form, which the exporters refuse when set): both exporters leave them out.
+// False for attributes that opset 13 does not have, at values that mean what opset 13 does
+// without them (BatchNormalization's training_mode = 0 and Reshape's allowzero = 0, both opset 14;
+// Softmax's coerce_2d, lowbit's note of the opset < 13 form, which the exporters refuse when set):
+// both exporters leave them out. Set to anything else they stay, and ONNX Runtime says why.
 bool opset13_attribute(const Node& n, const std::string& name);
 
 }  // namespace lowbit

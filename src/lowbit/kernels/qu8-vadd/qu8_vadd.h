@@ -13,5 +13,7 @@ struct Qu8AddParams {
 
 // y[i] = round(clamp(fma(float(a - zp_a), sa, float(b - zp_b) * sb), qmin, qmax)) + zp_y
 void qu8_vadd__avx2(size_t n, const uint8_t* a, const uint8_t* b, uint8_t* y, const Qu8AddParams& p);
+void qu8_vadd__neon(size_t n, const uint8_t* a, const uint8_t* b, uint8_t* y, const Qu8AddParams& p);
+using Qu8VaddFn = void (*)(size_t n, const uint8_t* a, const uint8_t* b, uint8_t* y, const Qu8AddParams& p);
 
 }  // namespace lowbit

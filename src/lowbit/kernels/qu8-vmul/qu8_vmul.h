@@ -15,5 +15,12 @@ struct Qu8MulParams {
 // One k for all n values (a squeeze-excite channel), or one k per value.
 void qu8_vmul_k1__avx2(size_t n, const uint8_t* a, float k, uint8_t* y, const Qu8MulParams& p);
 void qu8_vmul_kn__avx2(size_t n, const uint8_t* a, const float* k, uint8_t* y, const Qu8MulParams& p);
+void qu8_vmul_k1__neon(size_t n, const uint8_t* a, float k, uint8_t* y, const Qu8MulParams& p);
+void qu8_vmul_kn__neon(size_t n, const uint8_t* a, const float* k, uint8_t* y, const Qu8MulParams& p);
+
+struct Qu8VmulKernels {
+  void (*k1)(size_t n, const uint8_t* a, float k, uint8_t* y, const Qu8MulParams& p);
+  void (*kn)(size_t n, const uint8_t* a, const float* k, uint8_t* y, const Qu8MulParams& p);
+};
 
 }  // namespace lowbit
