@@ -9,6 +9,7 @@
 #include "lowbit/operators/elementwise_f32.h"
 #include "lowbit/operators/fully_connected_f32.h"
 #include "lowbit/operators/pool2d_f32.h"
+#include "lowbit/operators/resize_f32.h"
 
 namespace lowbit {
 
@@ -120,6 +121,9 @@ const std::vector<KernelCandidate>& all_candidates() {
         t.push_back({e.op, std::string("f32-v") + e.row + "-" + isa, set.arch, set.features, check_velementwise_f32,
                      set.create, uk});
       }
+    // Nearest upsampling by whole factors (FPN / UNet necks): copies, portable, every architecture.
+    t.push_back({"Resize", "f32-resize-nearest-int-scalar", x86, {}, check_resize_f32_nearest_int,
+                 create_resize_f32_nearest_int});
     return t;
   }();
   return table;
