@@ -6,6 +6,7 @@
 #include "lowbit/kernels/f32-velementwise/velementwise.h"
 #include "lowbit/operators/conv2d_f32.h"
 #include "lowbit/operators/conv2d_winograd_f32.h"
+#include "lowbit/operators/depth_to_space.h"
 #include "lowbit/operators/elementwise_f32.h"
 #include "lowbit/operators/fully_connected_f32.h"
 #include "lowbit/operators/pool2d_f32.h"
@@ -121,6 +122,9 @@ const std::vector<KernelCandidate>& all_candidates() {
         t.push_back({e.op, std::string("f32-v") + e.row + "-" + isa, set.arch, set.features, check_velementwise_f32,
                      set.create, uk});
       }
+    // Data movement (any element size): DepthToSpace, what a ConvTranspose with kernel = stride
+    // lowers to (passes/lower_conv_transpose.cc).
+    t.push_back({"DepthToSpace", "x-depth-to-space-scalar", x86, {}, check_depth_to_space, create_depth_to_space});
     // Nearest upsampling by whole factors (FPN / UNet necks): copies, portable, every architecture.
     t.push_back({"Resize", "f32-resize-nearest-int-scalar", x86, {}, check_resize_f32_nearest_int,
                  create_resize_f32_nearest_int});

@@ -310,7 +310,25 @@ void infer_tile(InferContext& c) {
   c.set_output(0, c.dtype(0), y);
 }
 
+// DepthToSpace (opset 13): [N, C, H, W] -> [N, C / b^2, H b, W b]. DCR reads channel
+// (i b + j) (C / b^2) + c for block position (i, j) of output channel c; CRD reads c b^2 + i b + j
+// (what a ConvTranspose with kernel = stride lowers to, passes/lower_conv_transpose.cc).
+void infer_depth_to_space(InferContext& c) {
+  check_input_dtypes(c, {{"input", kAnyByte}});
+  require_rank(c, 0, 4, "input");
+  const int64_t b = c.attrs().get_int("blocksize", 0);
+  const std::string mode = c.attrs().get_string("mode", "DCR");
+  c.require(b >= 1, "blocksize " + std::to_string(b) + " must be >= 1");
+  c.require(mode == "DCR" || mode == "CRD", "mode '" + mode + "' must be DCR or CRD");
+  const Shape& x = c.shape(0);
+  c.require(x[1] % (b * b) == 0, "blocksize " + std::to_string(b) + " squared does not divide the " +
+                                     std::to_string(x[1]) + " channels");
+  c.set_output(0, c.dtype(0), {x[0], x[1] / (b * b), x[2] * b, x[3] * b});
+}
+
 const bool kRegistered = [] {
+  SchemaRegistrar({.op = "DepthToSpace", .min_inputs = 1, .max_inputs = 1, .infer = infer_depth_to_space,
+                   .quant_passthrough = QuantPassthrough::moves});
   SchemaRegistrar({.op = "Reshape", .min_inputs = 2, .max_inputs = 2, .infer = infer_reshape,
                    .quant_passthrough = QuantPassthrough::moves});
   SchemaRegistrar({.op = "Transpose", .min_inputs = 1, .max_inputs = 1, .infer = infer_transpose});

@@ -24,6 +24,18 @@ int fold_batch_norm(Graph& g) {
     ValueId x = bn.inputs[0];
     NodeId p = producer[static_cast<size_t>(x)];
     if (p < 0) continue;
+    // A lowered ConvTranspose: Conv -> DepthToSpace (CRD) -> BN, BN channel m over conv channels
+    // m b^2 .. m b^2 + b^2 - 1 (`group` of them).
+    Node* d2s = nullptr;
+    int64_t group = 1;
+    if (Node& d = g.nodes[static_cast<size_t>(p)]; d.op == "DepthToSpace" && d.attrs.get_string("mode", "DCR") == "CRD" &&
+                                                   consumers[static_cast<size_t>(x)].size() == 1 && !is_graph_output(g, x)) {
+      d2s = &d;
+      group = d.attrs.get_int("blocksize", 1) * d.attrs.get_int("blocksize", 1);
+      x = d.inputs[0];
+      p = producer[static_cast<size_t>(x)];
+      if (p < 0) continue;
+    }
     Node& conv = g.nodes[static_cast<size_t>(p)];
     if (conv.op != "Conv" || consumers[static_cast<size_t>(x)].size() != 1 || is_graph_output(g, x)) continue;
     if (conv.attrs.has("act_min") || conv.attrs.has("act_max") || conv.inputs.size() > 3) continue;
@@ -38,18 +50,21 @@ int fold_batch_norm(Graph& g) {
     int64_t M = w->shape()[0], per = w->numel() / M;
     Tensor nw = w->clone();
     Tensor nb(DType::f32, {M});
+    if (scale->numel() * group != M) continue;
     for (int64_t m = 0; m < M; ++m) {
-      float s = scale->data<float>()[m] / std::sqrt(var->data<float>()[m] + eps);
+      const int64_t c = m / group;  // the BN channel of conv channel m
+      float s = scale->data<float>()[c] / std::sqrt(var->data<float>()[c] + eps);
       for (int64_t k = 0; k < per; ++k) nw.data<float>()[m * per + k] *= s;
       float b0 = b ? b->data<float>()[m] : 0.f;
-      nb.data<float>()[m] = (b0 - mean->data<float>()[m]) * s + shift->data<float>()[m];
+      nb.data<float>()[m] = (b0 - mean->data<float>()[c]) * s + shift->data<float>()[c];
     }
     std::string base = conv.name.empty() ? bn.name : conv.name;
     conv.inputs[1] = g.add_constant(g.unique_name(base + ".folded_weight"), std::move(nw));
     ValueId nbias = g.add_constant(g.unique_name(base + ".folded_bias"), std::move(nb));
     if (conv.inputs.size() < 3) conv.inputs.resize(3, kNoValue);
     conv.inputs[2] = nbias;
-    conv.outputs[0] = bn.outputs[0];
+    if (d2s) d2s->outputs[0] = bn.outputs[0];  // the conv keeps writing the blocks
+    else conv.outputs[0] = bn.outputs[0];
     erase[i] = 1;
     ++folded;
   }

@@ -14,8 +14,13 @@ namespace lowbit {
 // can depend on a folded value (Reshape's shape input).
 int validate_and_fold_constants(Graph& g);
 
+// ConvTranspose with kernel = stride (no overlapping taps, no padding, group 1) becomes a 1x1
+// Conv with M k^2 channels and DepthToSpace (CRD) (passes/lower_conv_transpose.cc).
+int lower_conv_transpose(Graph& g);
+
 // Conv -> BatchNormalization with constant parameters becomes one Conv with scaled weights and
-// a new bias.
+// a new bias; also Conv -> DepthToSpace (CRD) -> BatchNormalization (a lowered ConvTranspose),
+// each BN channel scaling its block of conv channels.
 int fold_batch_norm(Graph& g);
 
 // Sign / BipolarQuant -> Conv with +-alpha weights per channel becomes BinaryConv (after BN

@@ -52,6 +52,7 @@ std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const Compile
   validate_and_fold_constants(graph);
   if (opts.optimize) {
     remove_identities(graph);
+    lower_conv_transpose(graph);
     fold_batch_norm(graph);
     binarize_convs(graph);
     fuse_silu(graph);

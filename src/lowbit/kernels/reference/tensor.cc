@@ -36,6 +36,25 @@ void transpose(const Graph&, const Node& n, In in, Out out) {
   ref::copy_mapped(out[0].data, in[0].data, out[0].shape, map, ref::elem_bytes(n, in[0].dtype), nullptr);
 }
 
+void depth_to_space(const Graph&, const Node& n, In in, Out out) {
+  const Shape& xs = in[0].shape;
+  const int64_t b = n.attrs.get_int("blocksize", 1), N = xs[0], C = xs[1], H = xs[2], W = xs[3], OC = C / (b * b);
+  const bool crd = n.attrs.get_string("mode", "DCR") == "CRD";
+  const size_t e = ref::elem_bytes(n, in[0].dtype);
+  const auto* x = static_cast<const uint8_t*>(in[0].data);
+  auto* y = static_cast<uint8_t*>(out[0].data);
+  for (int64_t nn = 0; nn < N; ++nn)
+    for (int64_t c = 0; c < OC; ++c)
+      for (int64_t oh = 0; oh < H * b; ++oh)
+        for (int64_t ow = 0; ow < W * b; ++ow) {
+          const int64_t i = oh % b, j = ow % b;
+          const int64_t ic = crd ? c * b * b + i * b + j : (i * b + j) * OC + c;
+          const int64_t src = ((nn * C + ic) * H + oh / b) * W + ow / b;
+          const int64_t dst = ((nn * OC + c) * H * b + oh) * W * b + ow;
+          std::memcpy(y + dst * e, x + src * e, e);
+        }
+}
+
 // Splits `s` around `axis` into outer (before) and inner (after) element counts.
 void outer_inner(const Shape& s, int64_t axis, int64_t& outer, int64_t& inner) {
   outer = inner = 1;
@@ -264,6 +283,7 @@ ReferenceRegistrar reg_flatten("Flatten", copy_bytes);
 ReferenceRegistrar reg_squeeze("Squeeze", copy_bytes);
 ReferenceRegistrar reg_unsqueeze("Unsqueeze", copy_bytes);
 ReferenceRegistrar reg_transpose("Transpose", transpose);
+ReferenceRegistrar reg_depth_to_space("DepthToSpace", depth_to_space);
 ReferenceRegistrar reg_concat("Concat", concat);
 ReferenceRegistrar reg_split("Split", split);
 ReferenceRegistrar reg_shape("Shape", shape_op);
