@@ -170,8 +170,8 @@ void expect_conv_exact(const ConvCase& c, Create create) {
 // The depthwise sweep every depthwise row runs (tests/qu8_kernels_test.cc, tests/simde, NEON under
 // qemu): 3x3 and 5x5 at stride 1 and 2 with symmetric and TF-style pads, channel counts 1-32,
 // planes from 1 pixel to 33 (the flat layout's row boundaries and its last partial vector), zero
-// points 0 / 128 / 255, residual, clamps, extremes, batch 2; then stride 3, rectangular and 1x1
-// kernels, a 7x7, pads wider than the kernel reach and a map narrower than the kernel.
+// points 0 / 128 / 255, residual, clamps, extremes, batch 2; then stride 3 and 4, rectangular and
+// 1x1 kernels, a 7x7, pads wider than the kernel reach and a map narrower than the kernel.
 inline std::vector<ConvCase> depthwise_cases() {
   std::vector<ConvCase> v;
   uint32_t seed = 100;
@@ -219,6 +219,12 @@ inline std::vector<ConvCase> depthwise_cases() {
   c.KH = c.KW = 5, c.pads = {2, 2, 2, 2}, c.H = 3, c.W = 2, c.SH = c.SW = 2;  // map smaller than the kernel
   add(c);
   c.C = 40, c.H = c.W = 56, c.KH = c.KW = 3, c.SH = c.SW = 2, c.pads = {0, 0, 1, 1};  // a MobileNet layer
+  add(c);
+  c.C = 8, c.H = c.W = 16, c.SH = c.SW = 4, c.pads = {1, 1, 1, 1};  // stride 4 (4-tap words must not step by 4)
+  add(c);
+  c.KH = c.KW = 4, c.pads = {0, 0, 0, 0};  // 4x4 / 4, patchify-style
+  add(c);
+  c.KH = 5, c.KW = 3, c.SH = 1, c.SW = 4, c.pads = {2, 1, 2, 0}, c.H = 9, c.W = 21;  // stride 1 x 4
   add(c);
   return v;
 }

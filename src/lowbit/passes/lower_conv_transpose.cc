@@ -19,8 +19,9 @@ int lower_conv_transpose(Graph& g) {
     ValueId bias = Graph::input_or_none(n, 2);
     const Tensor* b = bias == kNoValue ? nullptr : g.constant(bias);
     const Attributes& a = n.attrs;
-    const auto ks = w ? std::vector<int64_t>{w->shape()[2], w->shape()[3]} : std::vector<int64_t>{};
-    const bool fits = w && w->shape().size() == 4 && (bias == kNoValue || b) && a.get_int("group", 1) == 1 &&
+    const bool rank4 = w && w->shape().size() == 4;
+    const auto ks = rank4 ? std::vector<int64_t>{w->shape()[2], w->shape()[3]} : std::vector<int64_t>{};
+    const bool fits = rank4 && (bias == kNoValue || b) && a.get_int("group", 1) == 1 &&
                       ks[0] == ks[1] && a.get_ints("strides", {1, 1}) == ks &&
                       a.get_ints("dilations", {1, 1}) == std::vector<int64_t>{1, 1} &&
                       a.get_ints("pads", {0, 0, 0, 0}) == std::vector<int64_t>{0, 0, 0, 0} &&
@@ -39,7 +40,9 @@ int lower_conv_transpose(Graph& g) {
         for (int64_t i = 0; i < k; ++i)
           for (int64_t j = 0; j < k; ++j)
             w1.data<float>()[((m * k + i) * k + j) * C + c] = w->data<float>()[((c * M + m) * k + i) * k + j];
-    const std::string base = n.name.empty() ? "conv_transpose" : n.name;
+    // Names made here must also differ from those of the nodes already moved to `out`, which
+    // g.unique_name no longer sees: a numbered base for unnamed nodes.
+    const std::string base = n.name.empty() ? "conv_transpose_" + std::to_string(lowered) : n.name;
     std::vector<ValueId> in{n.inputs[0], g.add_constant(g.unique_name(base + ".as_conv_weight"), std::move(w1))};
     if (b) {
       Tensor b1(DType::f32, {M * k * k});
@@ -50,11 +53,11 @@ int lower_conv_transpose(Graph& g) {
     ValueId t = g.add_value(g.unique_name(base + ".blocks"));
     Attributes ca;
     ca.set("kernel_shape", std::vector<int64_t>{1, 1});
-    out.push_back(Node{g.unique_name(base + ".as_conv"), "Conv", in, {t}, ca});
+    out.push_back(Node{base + ".as_conv", "Conv", in, {t}, ca});
     Attributes da;
     da.set("blocksize", k);
     da.set("mode", std::string("CRD"));
-    out.push_back(Node{n.name, "DepthToSpace", {t}, n.outputs, da});
+    out.push_back(Node{base, "DepthToSpace", {t}, n.outputs, da});
     ++lowered;
   }
   g.nodes = std::move(out);

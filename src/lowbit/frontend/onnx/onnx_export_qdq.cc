@@ -123,11 +123,15 @@ class QdqExporter {
     fill_onnx_attribute(p->add_attribute(), k, v, n);
   }
   // ONNX attributes of n, without lowbit-internal ones (fused clamp, pinned kernel, notes).
+  // False for lowbit-internal attributes (fused clamp, QDQ notes, pinned kernel) and for those
+  // opset 13 lacks.
+  static bool exported_attr(const Node& n, const std::string& k) {
+    return !(k == "act_min" || k == "act_max" || k == "qdq_unfused" || k == kPinnedKernelAttr) &&
+           opset13_attribute(n, k);
+  }
   static void copy_attrs(onnx::NodeProto* p, const Node& n) {
-    for (const auto& [k, v] : n.attrs.all()) {
-      bool skip = k == "act_min" || k == "act_max" || k == "qdq_unfused" || k == kPinnedKernelAttr || !opset13_attribute(n, k);
-      if (!skip) copy_attr(p, n, k, v);
-    }
+    for (const auto& [k, v] : n.attrs.all())
+      if (exported_attr(n, k)) copy_attr(p, n, k, v);
   }
 
   // ---- quantization helpers ----
@@ -293,7 +297,7 @@ class QdqExporter {
       for (size_t i = 2; i < n.inputs.size(); ++i) in.push_back(name(n.inputs[i]));
       onnx::NodeProto* p = node(op, n.name, in, {t});
       for (const auto& [k, v] : n.attrs.all())
-        if (k != "op" && k != kPinnedKernelAttr) copy_attr(p, n, k, v);
+        if (k != "op" && exported_attr(n, k)) copy_attr(p, n, k, v);
     }
     q(t, quant(g_, n, n.outputs[0]), name(n.outputs[0]), n.name + "_quantize");
   }

@@ -26,11 +26,13 @@ Qu8DwPlan qu8_dw_plan(size_t H, size_t W, size_t KH, size_t KW, size_t SH, size_
   p.H = H, p.W = W, p.OH = OH, p.OW = OW, p.SH = SH, p.SW = SW, p.pad_top = pad_top, p.pad_left = pad_left;
   p.zp_x = zp_x;
   p.G = G;
-  // Where G is a multiple of the stride, the columns stay whole and the words step by the stride
-  // (stride 2: word i = values 2i .. 2i + G - 1, taps kw = 0 .. G - 1 of output i); else each
-  // column phase is its own plane and the words step by 1.
-  p.cp = G % SW == 0 ? 1 : SW;
-  p.ws = G % SW == 0 ? SW : 1;
+  // Stride 2 with G a multiple of it: the columns stay whole and the words step by 2 (word i =
+  // values 2i .. 2i + G - 1, taps kw = 0 .. G - 1 of output i). Otherwise (stride 1, or 3 and
+  // more: the kernels' word makers step by 1 or 2 only) each column phase is its own plane and the
+  // words step by 1.
+  const bool whole = SW == 2 && G % 2 == 0;
+  p.cp = whole || SW == 1 ? 1 : SW;
+  p.ws = whole ? 2 : 1;
   // Output ow reads values ws * ow + q (q < KW / cp rounded up) of its phase row: L words per row
   // cover them; rows OH - 1 + (KH - 1) / SH.
   const size_t nq = (KW + p.cp - 1) / p.cp;

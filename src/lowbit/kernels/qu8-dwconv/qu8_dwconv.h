@@ -5,9 +5,9 @@
 // The padded plane is split into row phases (phase ph holds padded rows ph, ph + SH, ...), each R
 // rows, so that output row oh, tap row kh reads row oh + kh / SH of phase kh % SH. G consecutive
 // values of a row (G = 2 for the int16 kernels, 4 for the u8 / s8 dot products) form one int32
-// word; word i of a row starts at value ws * i, so output ow's taps kw = q .. q + G - 1 are word
-// ow + q / ws with ws = SW (stride 1 and 2 at G = 2, and 4 at G = 4). Where G is not a multiple of
-// SW (stride 3), the columns are split into SW phases too and ws = 1.
+// word; word i of a row starts at value ws * i, so at stride 2 output ow's taps kw = q .. q + G - 1
+// are word ow + q / 2 (ws = 2). At stride 3 and more the columns are split into SW phases too, and
+// ws = 1 (as at stride 1).
 //
 // Indexing each phase flat (row r at r * L words), output o = oh * L + ow reads word o + off(group):
 // one long 1-D convolution over OH * L outputs, of which OW of every L are kept. No row tails, no
@@ -26,7 +26,7 @@ struct Qu8DwPlan {
   size_t H = 0, W = 0, OH = 0, OW = 0, SH = 1, SW = 1, pad_top = 0, pad_left = 0;
   uint8_t zp_x = 0;
   size_t G = 2;          // tap values per word
-  size_t cp = 1, ws = 1;  // column phases (SW, or 1 where G % SW == 0) and values per word step (SW / cp)
+  size_t cp = 1, ws = 1;  // column phases (1 at stride 1 and 2, else SW) and values per word step (1 or 2)
   size_t L = 0, R = 0;    // words per phase row (ws * L values), rows per phase
   size_t n_flat = 0;    // outputs computed: OH * L rounded up to kVec
   size_t words = 0;     // words of the word plane (the phases, and what the last vector reads past them);

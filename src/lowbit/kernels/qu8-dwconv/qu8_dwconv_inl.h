@@ -101,7 +101,7 @@ void qu8_dw_plane(const uint8_t* x, const ::lowbit::Qu8DwPlan& p, const int32_t*
 
   qu8_dw_fill_phases(x, p, values);
   if (p.ws == 1) T::make_words(values, p.words, p.zp_x, words);
-  else T::make_words_stride2(values, p.words, p.zp_x, words);
+  else T::make_words_stride2(values, p.words, p.zp_x, words);  // the plan's ws is 1 or 2
   const uint8_t* res = nullptr;
   if (e.res) {  // the residual in the flat layout; the columns past OW are read, never kept
     for (size_t oh = 0; oh < p.OH; ++oh) {
