@@ -16,9 +16,10 @@ namespace lowbit {
 // Counted mnemonics. "vfmadd231ps" counts every packed-single FMA form (vfmadd132ps, ...213ps,
 // ...231ps, vfmaddsub...ps); "smlal" counts smlal and smlal2. Scalar forms (vfmadd231ss) are not
 // counted: they are what vectorised code must not be.
-inline constexpr std::array<std::string_view, 10> kKeyInstructions = {
+inline constexpr std::array<std::string_view, 11> kKeyInstructions = {
     "vfmadd231ps", "vpmaddubsw", "vpmaddwd", "vpdpbusd", "fmla", "smlal", "sdot",
-    "vpshufb", "vpopcntq", "cnt"};  // the last three: the binary kernels' popcounts (kernels/qb1-gemm)
+    "vpshufb", "vpopcntq", "cnt",  // these three: the binary kernels' popcounts (kernels/qb1-gemm)
+    "sadalp"};                     // NEON depthwise's pairwise accumulate (kernels/qu8-dwconv/neon.cc)
 
 struct KernelInspection {
   std::string candidate;                 // KernelCandidate::name

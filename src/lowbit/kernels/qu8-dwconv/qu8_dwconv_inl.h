@@ -69,8 +69,10 @@ inline void qu8_dw_fill_phases(const uint8_t* x, const ::lowbit::Qu8DwPlan& p, u
 // The outputs of the flat plane, 16 at a time. NG > 0: that many groups, unrolled, with the
 // offsets and weights in locals (registers): the u8 stores may alias anything, so values read
 // through p or w would be reloaded after every one. NG = 0: p.ngroups, in a loop.
+// Always inlined, as qu8_dw_plane: the whole family then lives in each ISA's one named plane
+// kernel (qu8_dwconv2d_flat__<isa>), where `inspect --kernels` finds its instructions.
 template <class T, size_t NG>
-inline void qu8_dw_taps(const int32_t* words, const ::lowbit::Qu8DwPlan& p, const int32_t* w, int32_t init,
+[[gnu::always_inline]] inline void qu8_dw_taps(const int32_t* words, const ::lowbit::Qu8DwPlan& p, const int32_t* w, int32_t init,
                         typename T::Requant& rq, const uint8_t* res, uint8_t* flat) {
   constexpr size_t kVec = ::lowbit::Qu8DwPlan::kVec;
   constexpr size_t kMax = NG ? NG : ::lowbit::Qu8DwPlan::kMaxGroups;
@@ -92,7 +94,7 @@ inline void qu8_dw_taps(const int32_t* words, const ::lowbit::Qu8DwPlan& p, cons
 }
 
 template <class T>
-void qu8_dw_plane(const uint8_t* x, const ::lowbit::Qu8DwPlan& p, const int32_t* w, int32_t init, uint8_t* y,
+[[gnu::always_inline]] inline void qu8_dw_plane(const uint8_t* x, const ::lowbit::Qu8DwPlan& p, const int32_t* w, int32_t init, uint8_t* y,
                   const ::lowbit::Qu8GemmEpilogue& e, void* scratch) {
   uint8_t* values = static_cast<uint8_t*>(scratch);
   int32_t* words = reinterpret_cast<int32_t*>(values + (p.ws * p.words + 64 + 63) / 64 * 64);
