@@ -4,7 +4,9 @@
 #include <regex>
 
 #include "lowbit/frontend/zoo/zoo.h"
+#include "lowbit/common/error.h"
 #include "lowbit/quant/guard.h"
+#include "lowbit/target/target.h"
 
 using namespace lowbit;
 
@@ -49,4 +51,40 @@ TEST(Explain, EveryRejectionOnEveryNamedTargetHasASpecificReason) {
       }
     EXPECT_GT(rejections, 100) << name;  // every conv has several candidates on every target
   }
+}
+
+// Every feature parses on its own architecture only, and every feature set survives spec() ->
+// parse_target(): `quantize` records the target as its spec, and the QDQ script re-reads it (an
+// x86 host with avx512vpopcntdq once failed here: the parser took it for an AArch64 feature).
+TEST(Targets, EverySpecParsesBackToTheSameFeatures) {
+  for (unsigned f = 0; f < static_cast<unsigned>(Feature::count_); ++f) {
+    const std::string name = feature_name(static_cast<Feature>(f));
+    SCOPED_TRACE(name);
+    const bool x86_ok = [&] {
+      try {
+        parse_target("x86-64+" + name);
+        return true;
+      } catch (const Error&) {
+        return false;
+      }
+    }();
+    const bool arm_ok = [&] {
+      try {
+        parse_target("cortex-a72+" + name);
+        return true;
+      } catch (const Error&) {
+        return false;
+      }
+    }();
+    EXPECT_NE(x86_ok, arm_ok) << "a feature belongs to exactly one architecture";
+    Target t = parse_target(x86_ok ? "x86-64" : "cortex-a72");
+    t.add(static_cast<Feature>(f));
+    EXPECT_EQ(parse_target(t.spec()).features, t.features) << t.spec();
+  }
+  for (const std::string& n : named_targets()) {
+    const Target t = parse_target(n);
+    EXPECT_EQ(parse_target(t.spec()).features, t.features) << n << " -> " << t.spec();
+  }
+  const Target host = host_target();
+  EXPECT_EQ(parse_target(host.spec()).features, host.features) << host.spec();
 }

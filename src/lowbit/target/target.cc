@@ -15,9 +15,18 @@
 namespace lowbit {
 namespace {
 
-constexpr const char* kFeatureNames[] = {"sse41",   "avx2",     "fma",  "avx512f", "avx512bw", "avx512vnni",
-                                         "avxvnni", "amx_int8", "neon", "dotprod", "i8mm", "avx512vpopcntdq"};
-static_assert(sizeof(kFeatureNames) / sizeof(kFeatureNames[0]) == static_cast<size_t>(Feature::count_));
+// One row per Feature, in enum order: its name and the architecture it belongs to. (The arch was once
+// inferred from the enum order, "every feature from neon on is AArch64", and avx512vpopcntdq,
+// appended after i8mm, made every x86 host with it unparsable from its own spec.)
+struct FeatureRow {
+  const char* name;
+  Arch arch;
+};
+constexpr FeatureRow kFeatures[] = {
+    {"sse41", Arch::x86_64},   {"avx2", Arch::x86_64},     {"fma", Arch::x86_64},  {"avx512f", Arch::x86_64},
+    {"avx512bw", Arch::x86_64}, {"avx512vnni", Arch::x86_64}, {"avxvnni", Arch::x86_64}, {"amx_int8", Arch::x86_64},
+    {"neon", Arch::aarch64},   {"dotprod", Arch::aarch64}, {"i8mm", Arch::aarch64}, {"avx512vpopcntdq", Arch::x86_64}};
+static_assert(sizeof(kFeatures) / sizeof(kFeatures[0]) == static_cast<size_t>(Feature::count_));
 
 Target make(const std::string& name, Arch arch, std::initializer_list<Feature> fs) {
   Target t;
@@ -117,12 +126,12 @@ Target apply_isa_cap(Target t, const char* cap) {
 
 }  // namespace
 
-const char* feature_name(Feature f) { return kFeatureNames[static_cast<size_t>(f)]; }
+const char* feature_name(Feature f) { return kFeatures[static_cast<size_t>(f)].name; }
 
 std::string Target::feature_string() const {
   std::string s;
   for (unsigned i = 0; i < static_cast<unsigned>(Feature::count_); ++i)
-    if (features & (1u << i)) s += (s.empty() ? "" : " ") + std::string(kFeatureNames[i]);
+    if (features & (1u << i)) s += (s.empty() ? "" : " ") + std::string(kFeatures[i].name);
   return s.empty() ? "(none)" : s;
 }
 
@@ -130,7 +139,7 @@ std::string Target::missing(const Target& required) const {
   std::string s;
   for (unsigned i = 0; i < static_cast<unsigned>(Feature::count_); ++i)
     if ((required.features & (1u << i)) && !(features & (1u << i)))
-      s += (s.empty() ? "" : ", ") + std::string(kFeatureNames[i]);
+      s += (s.empty() ? "" : ", ") + std::string(kFeatures[i].name);
   if (required.arch != arch) s = (arch == Arch::x86_64 ? "aarch64 (host is x86-64)" : "x86-64 (host is aarch64)");
   return s;
 }
@@ -139,7 +148,7 @@ std::string Target::spec() const {
   // The base names carry the fewest features of their arch; every feature is then listed.
   std::string s = arch == Arch::x86_64 ? "x86-64" : "cortex-a72";
   for (unsigned i = 0; i < static_cast<unsigned>(Feature::count_); ++i)
-    if (features & (1u << i)) s += "+" + std::string(kFeatureNames[i]);
+    if (features & (1u << i)) s += "+" + std::string(kFeatures[i].name);
   return s;
 }
 
@@ -164,9 +173,8 @@ Target parse_target(const std::string& spec) {
   for (size_t i = 1; i < parts.size(); ++i) {
     bool found = false;
     for (unsigned f = 0; f < static_cast<unsigned>(Feature::count_); ++f)
-      if (parts[i] == kFeatureNames[f]) {
-        bool arm_feature = f >= static_cast<unsigned>(F::neon);
-        if (arm_feature != (t.arch == Arch::aarch64))
+      if (parts[i] == kFeatures[f].name) {
+        if (kFeatures[f].arch != t.arch)
           throw Error("feature '" + parts[i] + "' does not exist on " + parts[0]);
         t.add(static_cast<Feature>(f));
         found = true;
