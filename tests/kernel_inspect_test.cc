@@ -142,12 +142,12 @@ TEST(KernelInspect, IsaKernelsContainTheirSignatureInstructions) {
       EXPECT_GT(r.count(key), 0) << c->name << ": no " << key;
       ++checked;
     }
-    if (c->subbyte && !binary && ends_with(c->name, "-avx2")) {
+    if (c->subbyte() && !binary && ends_with(c->name, "-avx2")) {
       // Sub-byte codes bound the products, which is what makes vpmaddubsw exact (qsub-gemm/README.md).
       EXPECT_GT(r.count("vpmaddubsw"), 0) << c->name << ": no vpmaddubsw";
       ++checked;
     }
-    if (qu8 && !c->subbyte && ends_with(c->name, "-avx2") && (c->op == "QConv" || c->op == "QGemm")) {
+    if (qu8 && !c->subbyte() && ends_with(c->name, "-avx2") && (c->op == "QConv" || c->op == "QGemm")) {
       EXPECT_GT(r.count("vpmaddwd"), 0) << c->name << ": no vpmaddwd";
       // The exactness design: vpmaddubsw saturates int16 (255 * 127 * 2 > 32767).
       EXPECT_EQ(r.count("vpmaddubsw"), 0) << c->name << " uses saturating vpmaddubsw";

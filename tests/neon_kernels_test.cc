@@ -36,7 +36,7 @@ TEST(NeonDispatch, QConvRowsAreRankedAndRejectedForArchReasons) {
   ConvCase c;
   qu8test::Built b = qu8test::build_qconv(c);
   const Node& n = b.g.nodes[0];
-  const std::string dot = "qu8-conv2d-igemm-6x16-neondot", neon = "qu8-conv2d-igemm-6x16-neon";
+  const std::string dot = "qu8-qc8w-conv2d-igemm-6x16-neondot", neon = "qu8-qc8w-conv2d-igemm-6x16-neon";
 
   Target x86 = parse_target("x86-64-v3");
   Choice cx = select_kernel(NodeContext{b.g, n, x86, 1});
@@ -80,7 +80,7 @@ TEST(NeonDispatch, HostPicksTheBestNeonKernels) {
   qu8test::Built b = qu8test::build_qconv(c);
   const Target host = host_target();
   const Choice q = select_kernel(NodeContext{b.g, b.g.nodes[0], host, 1});
-  const std::string want = host.has(Feature::dotprod) ? "qu8-conv2d-igemm-6x16-neondot" : "qu8-conv2d-igemm-6x16-neon";
+  const std::string want = host.has(Feature::dotprod) ? "qu8-qc8w-conv2d-igemm-6x16-neondot" : "qu8-qc8w-conv2d-igemm-6x16-neon";
   EXPECT_EQ(q.chosen->name, want);
 }
 

@@ -117,44 +117,7 @@ TEST(Qu8Conv, AvxVnniMatchesReferenceNatively) {
 // residual and clamps, batch 2, up to the channel bound of the int32 argument.
 TEST(Qu8Conv, WinogradAvx2MatchesReference) {
   if (!host_target().has(Feature::avx2)) GTEST_SKIP() << "host lacks AVX2";
-  std::vector<ConvCase> cases;
-  uint32_t seed = 300;
-  int i = 0;
-  for (auto pads : std::vector<std::vector<int64_t>>{{1, 1, 1, 1}, {0, 0, 0, 0}, {0, 1, 2, 1}, {2, 0, 1, 2}})
-    for (int64_t C : {8, 9, 33}) {
-      ConvCase c;
-      c.C = C, c.M = 7 + C % 5, c.H = 15, c.W = 14, c.pads = pads, c.seed = seed++;
-      c.zp_x = std::array<int32_t, 3>{0, 128, 255}[i % 3];
-      c.residual = i % 2 == 1;
-      c.act_min = i % 3 == 0 ? 0.0f : -INFINITY;
-      c.act_max = i % 4 == 0 ? 1.5f : INFINITY;
-      c.bias = i % 5 != 2;
-      c.per_channel = i % 7 != 3;
-      ++i;
-      cases.push_back(c);
-    }
-  for (qu8test::Fill f : {qu8test::Fill::extreme_min, qu8test::Fill::extreme_max, qu8test::Fill::mix})
-    for (int32_t zp : {0, 255}) {
-      ConvCase c;
-      c.fill = f, c.zp_x = zp, c.C = 64, c.M = 13, c.H = c.W = 12, c.residual = f == qu8test::Fill::mix;
-      c.seed = seed++;
-      cases.push_back(c);
-    }
-  // Tile counts that leave a last panel of 1-3 tiles (the channels-in-lanes kernel): 7 x 7 = 49,
-  // 5 x 7 = 35, 2 x 17 = 34 tiles.
-  for (auto [h, w] : {std::pair<int64_t, int64_t>{14, 14}, {10, 14}, {4, 34}}) {
-    ConvCase c;
-    c.C = 41, c.M = 17, c.H = h, c.W = w, c.residual = h == 10, c.seed = seed++;
-    cases.push_back(c);
-  }
-  ConvCase big;  // 3 K blocks, 4 channel panels per group and more
-  big.C = 1100, big.M = 40, big.H = 12, big.W = 11, big.fill = qu8test::Fill::extreme_min, big.zp_x = 0;
-  cases.push_back(big);
-  big.C = 1820, big.M = 3, big.H = big.W = 12, big.fill = qu8test::Fill::extreme_max, big.zp_x = 255;  // the bound
-  cases.push_back(big);
-  ConvCase rn;  // a ResNet layer, batch 2
-  rn.N = 2, rn.C = 64, rn.M = 64, rn.H = rn.W = 28, rn.residual = true, rn.act_min = 0.0f, rn.seed = seed++;
-  cases.push_back(rn);
+  const std::vector<ConvCase> cases = qu8test::winograd_cases();
   for (const ConvCase& c : cases) {
     qu8test::Built b = qu8test::build_qconv(c);
     Target t;

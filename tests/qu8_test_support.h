@@ -9,12 +9,14 @@
 #include <cstdio>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "lowbit/ir/codes.h"
 #include "lowbit/ir/op_params.h"
 #include "lowbit/kernels/reference/reference.h"
 #include "lowbit/operators/qconv2d_u8.h"
@@ -165,6 +167,111 @@ void expect_conv_exact(const ConvCase& c, Create create) {
                         << int(y.data<uint8_t>()[first]) << " want " << int(ref.data<uint8_t>()[first]);
     }
   }
+}
+
+// Turns an int8 QConv case into one with `wcode` weights (stored packed, or as i8 when !packed)
+// and `acode` input and output activation codes.
+inline void to_subbyte(Built& b, DType wcode, DType acode, bool packed, uint32_t seed) {
+  Graph& g = b.g;
+  Node& n = g.nodes[static_cast<size_t>(b.node)];
+  std::mt19937 rng(seed);
+  const DTypeInfo& wd = dtype_info(wcode);
+  const DTypeInfo& ad = dtype_info(acode);
+  Value& wv = g.value(n.inputs[1]);
+  Tensor w(packed ? wcode : DType::i8, wv.shape);
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    const int64_t span = wd.qmax - wd.qmin + 1;
+    // Extremes a quarter of the time each: qmin * qmin products are the largest.
+    const uint32_t r = rng() % 4;
+    int64_t v = r == 0 ? wd.qmin : r == 1 ? wd.qmax : wd.qmin + int64_t(rng() % uint32_t(span));
+    if (wcode == DType::b1 && v == 0) v = rng() % 2 ? 1 : -1;  // b1 codes are +-1
+    store_code(w.raw(), w.dtype(), i, static_cast<int32_t>(v));
+  }
+  wv.dtype = w.dtype();
+  wv.constant = w;
+  wv.quant->code = wcode;
+  wv.quant->narrow = false;
+  b.inputs[1] = w;
+  // Input codes in [0, qmax], zero points inside the code range.
+  Value& xv = g.value(n.inputs[0]);
+  for (int64_t i = 0; i < b.inputs[0].numel(); ++i)
+    b.inputs[0].data<uint8_t>()[i] = static_cast<uint8_t>(rng() % uint32_t(ad.qmax + 1));
+  xv.quant->zero_point[0] = std::min<int32_t>(xv.quant->zero_point[0], int32_t(ad.qmax));
+  if (acode != DType::u8) xv.quant->code = acode;
+  Value& yv = g.value(n.outputs[0]);
+  yv.quant->zero_point[0] = std::min<int32_t>(yv.quant->zero_point[0], int32_t(ad.qmax) / 2);
+  yv.quant->scale[0] *= 255.0f / float(ad.qmax);  // keep outputs spread over the narrower range
+  if (acode != DType::u8) yv.quant->code = acode;
+}
+
+
+// expect_conv_exact on `wcode` weight codes (packed) and `acode` activation codes: for the rows
+// that read sub-byte weights packed (tests/subbyte_test.cc iterates the table; tests/simde runs the
+// VNNI ones where the host lacks VNNI).
+template <class Create>
+void expect_subbyte_conv_exact(const ConvCase& c, DType wcode, DType acode, Create create) {
+  Built b = build_qconv(c);
+  to_subbyte(b, wcode, acode, /*packed=*/true, c.seed + 77);
+  const Node& n = b.g.nodes[static_cast<size_t>(b.node)];
+  Target t;
+  NodeContext ctx{b.g, n, t, 2};
+  const Tensor ref = run_reference(b);
+  std::unique_ptr<Kernel> k = create(ctx);
+  std::vector<TensorView> in = views(b.inputs, n.inputs.size());
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    Tensor y(DType::u8, ref.shape());
+    std::vector<TensorView> out = {y.view()};
+    k->run(in, out, pool);
+    ASSERT_EQ(std::memcmp(y.raw(), ref.raw(), static_cast<size_t>(y.nbytes())), 0)
+        << c.str() << " " << dtype_name(wcode) << "/" << dtype_name(acode) << " threads " << threads;
+  }
+}
+
+// The Winograd F(2x2, 3x3) sweep (3x3 stride 1): odd sizes (a last tile half outside the image),
+// channel counts that leave a partial last k group, asymmetric pads, zero points 0 / 128 / 255,
+// all-extreme inputs and weights, last panels of 1-3 tiles (the channels-in-lanes kernel), several
+// K blocks, residual and clamps, batch 2, up to the int16 flavour's channel bound.
+inline std::vector<ConvCase> winograd_cases() {
+  std::vector<ConvCase> cases;
+  uint32_t seed = 300;
+  int i = 0;
+  for (auto pads : std::vector<std::vector<int64_t>>{{1, 1, 1, 1}, {0, 0, 0, 0}, {0, 1, 2, 1}, {2, 0, 1, 2}})
+    for (int64_t C : {8, 9, 33}) {
+      ConvCase c;
+      c.C = C, c.M = 7 + C % 5, c.H = 15, c.W = 14, c.pads = pads, c.seed = seed++;
+      c.zp_x = std::array<int32_t, 3>{0, 128, 255}[i % 3];
+      c.residual = i % 2 == 1;
+      c.act_min = i % 3 == 0 ? 0.0f : -INFINITY;
+      c.act_max = i % 4 == 0 ? 1.5f : INFINITY;
+      c.bias = i % 5 != 2;
+      c.per_channel = i % 7 != 3;
+      ++i;
+      cases.push_back(c);
+    }
+  for (Fill f : {Fill::extreme_min, Fill::extreme_max, Fill::mix})
+    for (int32_t zp : {0, 255}) {
+      ConvCase c;
+      c.fill = f, c.zp_x = zp, c.C = 64, c.M = 13, c.H = c.W = 12, c.residual = f == Fill::mix;
+      c.seed = seed++;
+      cases.push_back(c);
+    }
+  // Tile counts that leave a last panel of 1-3 tiles (the channels-in-lanes kernel): 7 x 7 = 49,
+  // 5 x 7 = 35, 2 x 17 = 34 tiles.
+  for (auto [h, w] : {std::pair<int64_t, int64_t>{14, 14}, {10, 14}, {4, 34}}) {
+    ConvCase c;
+    c.C = 41, c.M = 17, c.H = h, c.W = w, c.residual = h == 10, c.seed = seed++;
+    cases.push_back(c);
+  }
+  ConvCase big;  // 3 K blocks, 4 channel panels per group and more
+  big.C = 1100, big.M = 40, big.H = 12, big.W = 11, big.fill = Fill::extreme_min, big.zp_x = 0;
+  cases.push_back(big);
+  big.C = 1820, big.M = 3, big.H = big.W = 12, big.fill = Fill::extreme_max, big.zp_x = 255;  // the bound
+  cases.push_back(big);
+  ConvCase rn;  // a ResNet layer, batch 2
+  rn.N = 2, rn.C = 64, rn.M = 64, rn.H = rn.W = 28, rn.residual = true, rn.act_min = 0.0f, rn.seed = seed++;
+  cases.push_back(rn);
+  return cases;
 }
 
 // The depthwise sweep every depthwise row runs (tests/qu8_kernels_test.cc, tests/simde, NEON under

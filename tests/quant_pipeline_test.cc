@@ -220,9 +220,9 @@ TEST(Guard, MeasuredSlowerSimdKernelsStayFp32) {
   q.synthetic_samples = 1;
   QuantizedBuild b = build_quantized(*fp32, o, q, SlowPolicy::fp32);
   int depthwise = 0;
-  for (const Step& s : b.model->steps()) depthwise += s.choice.chosen->name == "qu8-dwconv2d-16x2-avx2";
+  for (const Step& s : b.model->steps()) depthwise += s.choice.chosen->name == "qu8-qc8w-dwconv2d-16x2-avx2";
   EXPECT_EQ(depthwise, 17);
-  for (const SlowNode& s : b.slow) EXPECT_EQ(s.kernel, "qu8-conv2d-igemm-6x16-avx2") << s.reason;
+  for (const SlowNode& s : b.slow) EXPECT_EQ(s.kernel, "qu8-qc8w-conv2d-igemm-6x16-avx2") << s.reason;
   EXPECT_EQ(b.slow.size(), 8u);
   for (const Step& s : b.model->steps()) EXPECT_NE(s.choice.chosen->name, "reference-QConv");
   try {

@@ -155,49 +155,13 @@ TEST(Keep8Bit, ParsesFirstLastNoneAndNames) {
 
 // ---- every QConv kernel of the table on sub-byte codes ----
 
-namespace {
-
-// Turns an int8 QConv case into one with `wcode` weights (stored packed, or as i8 when !packed)
-// and `acode` input and output activation codes.
-void to_subbyte(qu8test::Built& b, DType wcode, DType acode, bool packed, uint32_t seed) {
-  Graph& g = b.g;
-  Node& n = g.nodes[static_cast<size_t>(b.node)];
-  std::mt19937 rng(seed);
-  const DTypeInfo& wd = dtype_info(wcode);
-  const DTypeInfo& ad = dtype_info(acode);
-  Value& wv = g.value(n.inputs[1]);
-  Tensor w(packed ? wcode : DType::i8, wv.shape);
-  for (int64_t i = 0; i < w.numel(); ++i) {
-    const int64_t span = wd.qmax - wd.qmin + 1;
-    // Extremes a quarter of the time each: qmin * qmin products are the largest.
-    const uint32_t r = rng() % 4;
-    int64_t v = r == 0 ? wd.qmin : r == 1 ? wd.qmax : wd.qmin + int64_t(rng() % uint32_t(span));
-    if (wcode == DType::b1 && v == 0) v = rng() % 2 ? 1 : -1;  // b1 codes are +-1
-    store_code(w.raw(), w.dtype(), i, static_cast<int32_t>(v));
-  }
-  wv.dtype = w.dtype();
-  wv.constant = w;
-  wv.quant->code = wcode;
-  wv.quant->narrow = false;
-  b.inputs[1] = w;
-  // Input codes in [0, qmax], zero points inside the code range.
-  Value& xv = g.value(n.inputs[0]);
-  for (int64_t i = 0; i < b.inputs[0].numel(); ++i)
-    b.inputs[0].data<uint8_t>()[i] = static_cast<uint8_t>(rng() % uint32_t(ad.qmax + 1));
-  xv.quant->zero_point[0] = std::min<int32_t>(xv.quant->zero_point[0], int32_t(ad.qmax));
-  if (acode != DType::u8) xv.quant->code = acode;
-  Value& yv = g.value(n.outputs[0]);
-  yv.quant->zero_point[0] = std::min<int32_t>(yv.quant->zero_point[0], int32_t(ad.qmax) / 2);
-  yv.quant->scale[0] *= 255.0f / float(ad.qmax);  // keep outputs spread over the narrower range
-  if (acode != DType::u8) yv.quant->code = acode;
-}
-
-}  // namespace
+using qu8test::to_subbyte;
 
 TEST(SubbyteKernels, EveryQConvRowMatchesTheReferenceOnSubbyteCodes) {
   const Target host = host_target();
-  int ran = 0;
   std::vector<qu8test::ConvCase> cases = qu8test::conv_cases(false);
+  for (const qu8test::ConvCase& c : qu8test::winograd_cases())  // the narrow-code Winograd row (small ones:
+    if (c.N == 1 && c.C <= 64 && c.H * c.W <= 210) cases.push_back(c);  // each runs on every row)
   // Depthwise and grouped shapes too, so the depthwise rows meet sub-byte weights.
   for (int64_t k : {3, 5}) {
     qu8test::ConvCase c;
@@ -210,33 +174,40 @@ TEST(SubbyteKernels, EveryQConvRowMatchesTheReferenceOnSubbyteCodes) {
     c.SH = c.SW = 2;
     cases.push_back(c);
   }
+  // The rows this host runs (SIMDe covers the VNNI rows elsewhere), and how many cases each took.
+  std::vector<const KernelCandidate*> rows;
   for (const KernelCandidate* kc : candidates_for("QConv")) {
     if (!kc->create) continue;  // another architecture's row
     bool runnable = true;
     for (Feature f : kc->features) runnable &= host.has(f);
-    if (!runnable) continue;  // SIMDe covers the VNNI rows elsewhere
-    int applied = 0;
-    for (auto [wcode, acode] : {std::pair{DType::i4, DType::u8}, {DType::i4, DType::u4}, {DType::i2, DType::u2},
-                                {DType::i2, DType::u8}, {DType::i4, DType::u2}, {DType::i8, DType::u4},
-                                {DType::i8, DType::u2}, {DType::b1, DType::u1}})
-      for (size_t ci = 0; ci < cases.size(); ++ci) {
-        qu8test::ConvCase c = cases[ci];
-        c.seed += 1000;
-        // The binary rows take C >= 32 (fewer channels measured slower than int8): widen the
-        // case's input so that its padding, stride and zero-point variety reaches them.
-        if (wcode == DType::b1 && c.group == 1) c.C = 32 + 3 * c.C;
-        qu8test::Built b = qu8test::build_qconv(c);
-        to_subbyte(b, wcode, acode, /*packed=*/ci % 2 == 0, c.seed);
-        const Node& n = b.g.nodes[static_cast<size_t>(b.node)];
-        NodeContext ctx{b.g, n, host, 2};
-        if (!candidate_rejection(*kc, ctx).empty()) continue;
-        ++applied;
-        const Tensor ref = qu8test::run_reference(b);
-        // The reference itself honours the narrower output codes.
-        const CodeRange r = code_range(b.g.value(n.outputs[0]));
-        for (int64_t i = 0; i < ref.numel(); ++i) ASSERT_LE(ref.data<uint8_t>()[i], r.hi);
+    if (runnable) rows.push_back(kc);
+  }
+  std::vector<int> applied(rows.size(), 0);
+  // Each case is built and run on the reference once, then on every row that can run it.
+  for (auto [wcode, acode] : {std::pair{DType::i4, DType::u8}, {DType::i4, DType::u4}, {DType::i2, DType::u2},
+                              {DType::i2, DType::u8}, {DType::i4, DType::u2}, {DType::i8, DType::u4},
+                              {DType::i8, DType::u2}, {DType::b1, DType::u1}})
+    for (size_t ci = 0; ci < cases.size(); ++ci) {
+      qu8test::ConvCase c = cases[ci];
+      c.seed += 1000;
+      // The binary rows take C >= 32 (fewer channels measured slower than int8): widen the
+      // case's input so that its padding, stride and zero-point variety reaches them.
+      if (wcode == DType::b1 && c.group == 1) c.C = 32 + 3 * c.C;
+      qu8test::Built b = qu8test::build_qconv(c);
+      to_subbyte(b, wcode, acode, /*packed=*/ci % 2 == 0, c.seed);
+      const Node& n = b.g.nodes[static_cast<size_t>(b.node)];
+      NodeContext ctx{b.g, n, host, 2};
+      const Tensor ref = qu8test::run_reference(b);
+      // The reference itself honours the narrower output codes.
+      const CodeRange r = code_range(b.g.value(n.outputs[0]));
+      for (int64_t i = 0; i < ref.numel(); ++i) ASSERT_LE(ref.data<uint8_t>()[i], r.hi);
+      std::vector<TensorView> in = qu8test::views(b.inputs, n.inputs.size());
+      for (size_t ri = 0; ri < rows.size(); ++ri) {
+        const KernelCandidate* kc = rows[ri];
+        if (kc->features.empty() && !kc->subbyte()) continue;  // the reference row itself
+        if (!candidate_cannot_run(*kc, ctx).empty()) continue;
+        ++applied[ri];
         std::unique_ptr<Kernel> k = kc->create(ctx);
-        std::vector<TensorView> in = qu8test::views(b.inputs, n.inputs.size());
         for (int threads : {1, 2}) {
           ThreadPool pool(threads);
           Tensor y(DType::u8, ref.shape());
@@ -246,7 +217,11 @@ TEST(SubbyteKernels, EveryQConvRowMatchesTheReferenceOnSubbyteCodes) {
                                           << c.str() << " threads " << threads;
         }
       }
-    EXPECT_GT(applied, 0) << kc->name << " applied to no sub-byte case";
+    }
+  int ran = 0;
+  for (size_t ri = 0; ri < rows.size(); ++ri) {
+    if (rows[ri]->features.empty() && !rows[ri]->subbyte()) continue;
+    EXPECT_GT(applied[ri], 0) << rows[ri]->name << " applied to no sub-byte case";
     ++ran;
   }
   EXPECT_GT(ran, 0);
@@ -283,7 +258,7 @@ TEST(SubbyteKernels, EveryQGemmRowMatchesTheReferenceOnSubbyteWeights) {
           g.add_node("QGemm", "fc", {va, vw, kNoValue}, {vy}, at);
           const Node& n = g.nodes[0];
           NodeContext ctx{g, n, host, 1};
-          if (!candidate_rejection(*kc, ctx).empty()) continue;
+          if (!candidate_cannot_run(*kc, ctx).empty()) continue;
           Tensor ref(g.value(vy).dtype, {1, N}), y(g.value(vy).dtype, {1, N});
           std::vector<TensorView> in = {a.view(), w.view(), TensorView{}};
           std::vector<TensorView> ro = {ref.view()}, yo = {y.view()};
@@ -360,7 +335,7 @@ TEST(Subbyte, NativeAndLogicalGiveBitIdenticalOutputsAndNativeIsPacked) {
       const Node& n = g.nodes[size_t(st.node)];
       const std::string p = node_precision(g, n);
       if (p.empty() || p == "int8") continue;
-      if (st.choice.chosen->subbyte) {
+      if (st.choice.chosen->subbyte()) {
         ++on_subbyte;
       } else {
         EXPECT_TRUE(listed.count(n.name) || st.choice.chosen->features.empty()) << prec << " " << n.name;
@@ -451,6 +426,45 @@ TEST(Subbyte, OnSlowErrorRefusesSubbyteNodesOnInt8Kernels) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("refusing to compile"));
   }
+}
+
+// --on-slow=allow keeps the packed-weight rows that step aside for the int8 rows on VNNI: every
+// sub-byte conv but the ones no packed row reads then runs with its weights packed in memory (the
+// kernels hold less than half the int8 model's bytes), survives an artifact round trip, and gives
+// the same bytes as the default build (exact kernels both).
+TEST(Subbyte, OnSlowAllowKeepsWeightsPackedAndTheSameOutputs) {
+  auto fp32 = fp32_model("resnet18");
+  CompileOptions o;
+  o.target = parse_target("cascadelake");
+  o.allow_foreign_target = true;
+  o.threads = 2;
+  QuantizeOptions q;
+  q.synthetic_samples = 1;
+  q.precision = parse_precision("w4a8");
+  const QuantizedBuild def = build_quantized(*fp32, o, q, SlowPolicy::fp32);
+  const QuantizedBuild allow = build_quantized(*fp32, o, q, SlowPolicy::allow);
+  ASSERT_FALSE(def.subbyte_on_int8.empty());
+  int packed = 0;
+  for (const Step& st : allow.model->steps()) {
+    const std::string& k = st.choice.chosen->name;
+    packed += k.find("-qc4w-") != std::string::npos;
+  }
+  EXPECT_GT(packed, 0);
+  EXPECT_LT(allow.subbyte_on_int8.size(), def.subbyte_on_int8.size());
+  EXPECT_LT(allow.model->kernel_weight_bytes() * 10, def.model->kernel_weight_bytes() * 7)
+      << allow.model->kernel_weight_bytes() << " vs " << def.model->kernel_weight_bytes();
+  if (!host_target().missing(o.target).empty()) GTEST_SKIP() << "the host cannot run cascadelake kernels";
+  const std::vector<Tensor> in = synthetic_inputs(fp32->graph(), 9);
+  const std::vector<Tensor> a = def.model->run(in), b = allow.model->run(in);
+  ASSERT_TRUE(same_bytes(a[0], b[0]));
+  const std::string path = tmp_path("allow.lbm");
+  save_artifact(path, allow.model->graph());
+  auto loaded = CompiledModel::compile(load_artifact(path).graph, o);
+  std::remove(path.c_str());
+  int pinned = 0;
+  for (const Step& st : loaded->steps()) pinned += st.choice.chosen->name.find("-qc4w-") != std::string::npos;
+  EXPECT_EQ(pinned, packed);
+  ASSERT_TRUE(same_bytes(loaded->run(in)[0], a[0]));
 }
 
 // The study's TVM int4 build never finished; every precision, model and named target here must

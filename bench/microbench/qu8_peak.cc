@@ -89,16 +89,17 @@ int main() {
     bool present;
     int64_t (*loop)(int64_t);
     double macs_per_iter;
-    std::vector<const lowbit::Qu8GemmKernels& (*)()> tiles;  // every tile shape of the ISA
+    std::vector<const lowbit::Qu8GemmKernels*> tiles;  // every tile shape of the ISA
   };
   const bool vnni512 = t.has(Feature::avx512f) && t.has(Feature::avx512bw) && t.has(Feature::avx512vnni);
   const Isa isas[] = {
       {"avx512vnni (vpdpbusd zmm)", vnni512, qu8_dot_peak_loop__avx512vnni, 16 * 64,
-       {lowbit::qu8_gemm_kernels_avx512vnni, lowbit::qu8_gemm_kernels_avx512vnni_8x32,
-        lowbit::qu8_gemm_kernels_avx512vnni_8x48}},
+       {&lowbit::qu8_gemm_kernels_avx512vnni(), &lowbit::qu8_gemm_kernels_avx512vnni_8x32(),
+        &lowbit::qu8_gemm_kernels_avx512vnni_8x48(), &lowbit::qu8_gemm_kernels_avx512vnni_8x32(4),
+        &lowbit::qu8_gemm_kernels_avx512vnni_8x32(2), &lowbit::qu8_gemm_kernels_avx512vnni_8x48(4)}},
       {"avxvnni (vpdpbusd ymm)", t.has(Feature::avxvnni), qu8_dot_peak_loop__avxvnni, 12 * 32,
-       {lowbit::qu8_gemm_kernels_avxvnni}},
-      {"avx2 (vpmaddwd ymm)", true, qu8_dot_peak_loop__avx2, 12 * 16, {lowbit::qu8_gemm_kernels_avx2}},
+       {&lowbit::qu8_gemm_kernels_avxvnni()}},
+      {"avx2 (vpmaddwd ymm)", true, qu8_dot_peak_loop__avx2, 12 * 16, {&lowbit::qu8_gemm_kernels_avx2()}},
   };
   for (const Isa& isa : isas) {
     if (!isa.present) {
@@ -108,8 +109,9 @@ int main() {
     const double peak = peak_gops(isa.loop, isa.macs_per_iter);
     std::printf("%-28s peak %7.1f int8 GOP/s (1 core)\n", isa.name, peak);
     for (const auto& tiles : isa.tiles) {
-      const lowbit::Qu8GemmKernels& ks = tiles();
-      std::printf("  qu8_gemm_%dx%d__%s (requantizing epilogue):\n", ks.mr, ks.nr, ks.isa);
+      const lowbit::Qu8GemmKernels& ks = *tiles;
+      std::printf("  qu8_gemm_%dx%d__%s, %d-bit weight codes (requantizing epilogue):\n", ks.mr, ks.nr, ks.isa,
+                  ks.weight_bits);
       for (size_t kc : {64, 144, 256, 576, 1152, 2304})
         if (kc % static_cast<size_t>(ks.kg) == 0) {
           const double g = measure_tile(ks, kc);

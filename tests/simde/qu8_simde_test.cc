@@ -2,6 +2,7 @@
 // same cases as tests/qu8_kernels_test.cc, through the real driver.
 #include <gtest/gtest.h>
 
+#include "lowbit/operators/qconv2d_subbyte.h"
 #include "lowbit/target/target.h"
 #include "qu8_test_support.h"
 
@@ -40,6 +41,44 @@ TEST(Qu8ConvSimde, AvxVnniMatchesReference) {
     qu8test::expect_conv_exact(c, [](const NodeContext& ctx) {
       return create_qconv2d_u8_igemm(ctx, simde_emulated::qu8_gemm_kernels_avxvnni());
     });
+}
+
+// 4- and 2-bit weights kept packed: unpacked in registers by the 8 x 32 / 8 x 48 tiles (their
+// weight_bits sets), expanded per run for the 16 x 16 and AVX-VNNI sets.
+TEST(Qu8ConvSimde, PackedSubbyteWeightsMatchReference) {
+  if (!host_has_avx2()) GTEST_SKIP() << "this build of the emulation uses AVX2 + FMA";
+  using Make = const Qu8GemmKernels& (*)(int);
+  // (The activation codes do not change these kernels' path: two pairs cover the weight widths.)
+  for (auto [w, a] : {std::pair{DType::i4, DType::u8}, std::pair{DType::i2, DType::u2}}) {
+      const int bits = bit_width(w);
+      for (Make make : {Make{simde_emulated::qu8_gemm_kernels_avx512vnni_8x32},
+                        Make{simde_emulated::qu8_gemm_kernels_avx512vnni_8x48}})
+        for (const qu8test::ConvCase& c : qu8test::conv_cases(/*big=*/true))
+          qu8test::expect_subbyte_conv_exact(c, w, a, [&](const NodeContext& ctx) {
+            return create_qconv2d_u8_igemm(ctx, make(bits), /*packed_weights=*/true);
+          });
+      for (const Qu8GemmKernels* ks :
+           {&simde_emulated::qu8_gemm_kernels_avx512vnni(), &simde_emulated::qu8_gemm_kernels_avxvnni()})
+        for (const qu8test::ConvCase& c : qu8test::conv_cases(/*big=*/true))
+          qu8test::expect_subbyte_conv_exact(c, w, a, [&](const NodeContext& ctx) {
+            return create_qconv2d_u8_igemm(ctx, *ks, /*packed_weights=*/true);
+          });
+    }
+}
+
+// The narrow-code Winograd F(2x2, 3x3) on the VNNI tiles: 3x3 stride-1 cases with enough tiles,
+// every pad, channel tails of its quads, zero points, residual and clamps.
+TEST(Qu8ConvSimde, NarrowCodeWinogradMatchesReference) {
+  if (!host_has_avx2()) GTEST_SKIP() << "this build of the emulation uses AVX2 + FMA";
+  int ran = 0;
+  for (auto [w, a] : {std::pair{DType::i4, DType::u4}, std::pair{DType::i2, DType::u2}})
+    for (const qu8test::ConvCase& c : qu8test::winograd_cases()) {
+      qu8test::expect_subbyte_conv_exact(c, w, a, [](const NodeContext& ctx) {
+        return create_qconv2d_qsub_winograd(ctx, simde_emulated::qu8_winograd_u8x4_avx512vnni());
+      });
+      ++ran;
+    }
+  EXPECT_GT(ran, 0);
 }
 
 TEST(Qu8ConvSimde, DepthwiseVnniRowsMatchReference) {

@@ -97,8 +97,9 @@ void register_bench(CLI::App& app) {
     for (auto& st : model->steps()) macs += st.macs;
     std::printf("model %s  precision %s  target %s [%s]  threads %d\n", o->m.model.c_str(), precision.c_str(),
                 model->target().name.c_str(), model->target().feature_string().c_str(), model->threads());
-    std::printf("compile %.0f ms  weights %s  peak activations %s  %.2f GMACs\n", model->compile_ms(),
-                human_bytes(model->weight_bytes()).c_str(), human_bytes(model->peak_activation_bytes()).c_str(),
+    std::printf("compile %.0f ms  weights %s (kernel layouts %s)  peak activations %s  %.2f GMACs\n",
+                model->compile_ms(), human_bytes(model->weight_bytes()).c_str(),
+                human_bytes(model->kernel_weight_bytes()).c_str(), human_bytes(model->peak_activation_bytes()).c_str(),
                 static_cast<double>(macs) / 1e9);
     std::printf("%d warm-up + %d timed runs: mean %.2f ms  median %.2f ms  p90 %.2f ms  p99 %.2f ms  min %.2f ms  "
                 "stddev %.2f ms  (%.1f GFLOP/s at the median)\n",
@@ -211,7 +212,8 @@ void register_bench(CLI::App& app) {
                           {"macs", macs},
                           {"compile_ms", model->compile_ms()},
                           {"peak_activation_bytes", model->peak_activation_bytes()},
-                          {"weight_bytes", model->weight_bytes()}};
+                          {"weight_bytes", model->weight_bytes()},
+                          {"kernel_weight_bytes", model->kernel_weight_bytes()}};
       if (o->profile) j["layers"] = layers;
       if (!vs_fp32.is_null()) j["vs_fp32"] = vs_fp32;
       if (!vs_int8.is_null()) j["vs_int8"] = vs_int8;

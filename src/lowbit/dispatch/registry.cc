@@ -1,5 +1,6 @@
 #include "lowbit/dispatch/registry.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "lowbit/common/error.h"
@@ -72,6 +73,13 @@ const KernelCandidate* find_candidate(std::string_view name) {
 }
 
 std::string candidate_rejection(const KernelCandidate& c, const NodeContext& ctx) {
+  std::string r = candidate_cannot_run(c, ctx);
+  if (r.empty() && c.steps_aside)
+    if (std::string why = c.steps_aside(ctx); !why.empty()) r = "applies, but steps aside: " + why;
+  return r;
+}
+
+std::string candidate_cannot_run(const KernelCandidate& c, const NodeContext& ctx) {
   if (!c.features.empty() && c.arch != ctx.target.arch)
     return std::string("needs ") + (c.arch == Arch::x86_64 ? "x86-64" : "aarch64") + ": target is " +
            (ctx.target.arch == Arch::x86_64 ? "x86-64" : "aarch64");
@@ -92,11 +100,14 @@ Choice select_kernel(const NodeContext& ctx) {
   const KernelCandidate* pin = nullptr;
   if (!pinned.empty())
     for (const KernelCandidate* c : candidates_for(ctx.node.op))
-      if (c->name == pinned && candidate_rejection(*c, ctx).empty()) pin = c;
+      if (c->name == pinned && candidate_cannot_run(*c, ctx).empty()) pin = c;  // measured: speed rules aside
   if (pin) choice.chosen = pin;
   for (const KernelCandidate* c : candidates_for(ctx.node.op)) {
     if (c == pin) continue;
-    std::string reason = candidate_rejection(*c, ctx);
+    std::string reason = candidate_cannot_run(*c, ctx);
+    // A row that could run the node but measured slower here (autotuning still tries it).
+    if (reason.empty() && c->steps_aside)
+      if (std::string r = c->steps_aside(ctx); !r.empty()) reason = "applies, but steps aside: " + r;
     if (reason.empty() && pin) reason = "applies, but autotuning pinned " + pin->name + " for this node";
     if (reason.empty() && choice.chosen) reason = "applies, but ranked below " + choice.chosen->name;
     if (reason.empty())
@@ -114,6 +125,13 @@ Choice select_kernel(const NodeContext& ctx) {
     throw Error("node " + ctx.node.label() + ": no kernel can run it" + (why.empty() ? " (no candidates)" : why));
   }
   return choice;
+}
+
+bool KernelCandidate::reads_codes(std::optional<DType> input, std::optional<DType> weights) const {
+  auto has = [](const std::vector<DType>& v, std::optional<DType> t) {
+    return !t || v.empty() || std::find(v.begin(), v.end(), *t) != v.end();
+  };
+  return subbyte() && has(subbyte_codes.input, input) && has(subbyte_codes.weights, weights);
 }
 
 }  // namespace lowbit

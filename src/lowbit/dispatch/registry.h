@@ -3,6 +3,7 @@
 // the CPU features it needs and a check that returns why it does not apply to a node. select()
 // is the only place kernels are chosen; `explain` prints its Choice verbatim.
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,9 +29,22 @@ struct KernelCandidate {
   // Quantized kernels only: "" when this kernel is expected to beat the fp32 kernel of the same
   // node on its ISA, otherwise the measured reason it does not (read by the guard, quant/guard.h).
   std::string (*slower_than_fp32)(const NodeContext&) = nullptr;
-  // Reads 4- / 2-bit codes natively (packed weights, narrow activations) instead of running them
-  // as int8; the guard reports sub-byte nodes that end up on a kernel without it.
-  bool subbyte = false;
+  // Sub-byte rows: the codes they read natively (packed 4- / 2-bit weights, narrow or 1-bit
+  // activations), as the node's input and weight code dtypes. The guard reports sub-byte nodes that
+  // end up on a row without them (int8 rows run any narrower codes as int8) and matches a node's
+  // codes against them to say why; `lowbit ops` prints them. Empty: not a sub-byte row.
+  struct Codes {
+    std::vector<DType> input, weights;
+  };
+  Codes subbyte_codes = {};
+  // "" when this row is expected to be the fastest that can run the node, else the measured reason
+  // it steps aside for a row below it (which also runs the node, exactly). Kept apart from `check`,
+  // which says what the row can compute, so that the kernel tests run every row on every node it
+  // can compute (candidate_cannot_run), not only where it is chosen.
+  std::string (*steps_aside)(const NodeContext&) = nullptr;
+  bool subbyte() const { return !subbyte_codes.input.empty() || !subbyte_codes.weights.empty(); }
+  // True when this sub-byte row reads the given codes (kNone: the node has no such operand).
+  bool reads_codes(std::optional<DType> input, std::optional<DType> weights) const;
 };
 
 // Kernels are compiled only for their own architecture, but the table lists every architecture's
@@ -67,6 +81,8 @@ Choice select_kernel(const NodeContext& ctx);
 // Candidate by exact name (LOWBIT_KERNEL overrides, autotune, artifacts); nullptr if unknown.
 const KernelCandidate* find_candidate(std::string_view name);
 // "" when `c` can run the node on the target, otherwise why not (missing features, check).
+std::string candidate_cannot_run(const KernelCandidate& c, const NodeContext& ctx);
+// candidate_cannot_run, then its speed rule (steps_aside): "" when select_kernel would take it.
 std::string candidate_rejection(const KernelCandidate& c, const NodeContext& ctx);
 
 // The node attribute that pins a kernel.

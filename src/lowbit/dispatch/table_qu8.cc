@@ -42,6 +42,11 @@ std::vector<KernelCandidate> qu8_candidates() {
   using F = Feature;
   const Arch x86 = Arch::x86_64, arm = Arch::aarch64;
   std::vector<KernelCandidate> t;
+  // The codes each sub-byte row reads natively (KernelCandidate::Codes): activation codes in u8
+  // storage, weight codes packed.
+  using Codes = KernelCandidate::Codes;
+  const Codes xnor = {{DType::u1}, {DType::b1}}, narrow_x = {{DType::u4, DType::u2}, {DType::i8}};
+  const Codes qc4w = {{DType::u8, DType::u4, DType::u2}, {DType::i4}}, qc2w = {{DType::u8, DType::u4, DType::u2}, {DType::i2}};
 
   // ---- x86-64 ----
   // The last field names the micro-kernels each candidate runs (`inspect --kernels` finds them
@@ -50,63 +55,123 @@ std::vector<KernelCandidate> qu8_candidates() {
   // it takes only u1 x b1 nodes, which every other QConv row runs as int8 codes.
   t.push_back({"QConv", "qu1-qb1w-conv2d-xnor-8x16-avx512vpopcntdq", x86, {F::avx512f, F::avx512vpopcntdq},
                check_qconv2d_qu1_qb1w_xnor, LOWBIT_X86_ONLY(create_binary_conv2d_avx512vpopcntdq),
-               {"qb1_gemm_tile__avx512vpopcntdq"}, nullptr, /*subbyte=*/true});
+               {"qb1_gemm_tile__avx512vpopcntdq"}, nullptr, xnor});
   t.push_back({"QConv", "qu1-qb1w-conv2d-xnor-4x8-avx2", x86, {F::avx2}, check_qconv2d_qu1_qb1w_xnor,
-               LOWBIT_X86_ONLY(create_binary_conv2d_avx2), {"qb1_gemm_tile__avx2"}, nullptr, /*subbyte=*/true});
+               LOWBIT_X86_ONLY(create_binary_conv2d_avx2), {"qb1_gemm_tile__avx2"}, nullptr, xnor});
   // BinaryConv (imported binary models, passes/binarize.cc): the sign is taken while packing, from
   // f32 (a model run in fp32) or from u8 codes (quantized); every row is exact, as the reference.
   // Three input domains: f32, u8 codes, packed signs (qb1: b1 activations, read without packing).
   using Check = std::string (*)(const NodeContext&);
-  for (auto [dt, check] : {std::pair<const char*, Check>{"f32", check_binary_conv2d_f32},
-                           {"qu8", check_binary_conv2d_qu8}, {"qb1", check_binary_conv2d_qb1}}) {
+  struct BinaryInput {
+    const char* name;
+    Check check;
+    Codes codes;
+  };
+  const BinaryInput binary_inputs[] = {{"f32", check_binary_conv2d_f32, {{DType::f32}, {DType::b1}}},
+                                       {"qu8", check_binary_conv2d_qu8, {{DType::u8}, {DType::b1}}},
+                                       {"qb1", check_binary_conv2d_qb1, {{DType::b1}, {DType::b1}}}};
+  for (auto [dt, check, codes] : binary_inputs) {
     t.push_back({"BinaryConv", std::string(dt) + "-qb1w-conv2d-xnor-8x16-avx512vpopcntdq", x86,
                  {F::avx512f, F::avx512vpopcntdq}, check,
                  LOWBIT_X86_ONLY(create_binary_conv2d_avx512vpopcntdq), {"qb1_gemm_tile__avx512vpopcntdq"}, nullptr,
-                 /*subbyte=*/true});
+                 codes});
     t.push_back({"BinaryConv", std::string(dt) + "-qb1w-conv2d-xnor-4x8-avx2", x86, {F::avx2},
                  check, LOWBIT_X86_ONLY(create_binary_conv2d_avx2),
-                 {"qb1_gemm_tile__avx2"}, nullptr, /*subbyte=*/true});
+                 {"qb1_gemm_tile__avx2"}, nullptr, codes});
     t.push_back({"BinaryConv", std::string(dt) + "-qb1w-conv2d-xnor-4x8-neon", arm, {F::neon},
                  check, LOWBIT_AARCH64_ONLY(create_binary_conv2d_neon),
-                 {"qb1_gemm_tile__neon"}, nullptr, /*subbyte=*/true});
+                 {"qb1_gemm_tile__neon"}, nullptr, codes});
   }
   // Depthwise first: the igemm would run one channel per tile row there. 16 outputs x G taps per
   // multiply-add (kernels/qu8-dwconv/README.md).
-  t.push_back({"QConv", "qu8-dwconv2d-16x4-avx512vnni", x86, {F::avx512f, F::avx512bw, F::avx512vnni},
+  t.push_back({"QConv", "qu8-qc8w-dwconv2d-16x4-avx512vnni", x86, {F::avx512f, F::avx512bw, F::avx512vnni},
                check_qconv2d_u8_dwconv, LOWBIT_X86_ONLY(create_qconv2d_u8_dwconv_avx512vnni),
                {"qu8_dwconv2d_flat__avx512vnni"}});
-  t.push_back({"QConv", "qu8-dwconv2d-16x4-avxvnni", x86, {F::avx2, F::fma, F::avxvnni}, check_qconv2d_u8_dwconv,
+  t.push_back({"QConv", "qu8-qc8w-dwconv2d-16x4-avxvnni", x86, {F::avx2, F::fma, F::avxvnni}, check_qconv2d_u8_dwconv,
                LOWBIT_X86_ONLY(create_qconv2d_u8_dwconv_avxvnni), {"qu8_dwconv2d_flat__avxvnni"}});
-  t.push_back({"QConv", "qu8-dwconv2d-16x2-avx2", x86, {F::avx2, F::fma}, check_qconv2d_u8_dwconv,
+  t.push_back({"QConv", "qu8-qc8w-dwconv2d-16x2-avx2", x86, {F::avx2, F::fma}, check_qconv2d_u8_dwconv,
                LOWBIT_X86_ONLY(create_qconv2d_u8_dwconv_avx2), {"qu8_dwconv2d_flat__avx2"}});
-  t.push_back({"QConv", "qu8-conv2d-igemm-8x32-avx512vnni", x86, {F::avx512f, F::avx512bw, F::avx512vnni},
-               check_qconv2d_u8_igemm_8x32, LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avx512vnni_8x32),
-               {"qu8_gemm_wide__avx512vnni", "qu8_gemm_tile16__avx512vnni", "qu8_gemm_narrow__avx512vnni"}});
-  t.push_back({"QConv", "qu8-conv2d-igemm-8x48-avx512vnni", x86, {F::avx512f, F::avx512bw, F::avx512vnni},
-               check_qconv2d_u8_igemm_8x48, LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avx512vnni_8x48),
-               {"qu8_gemm_wide__avx512vnni", "qu8_gemm_tile16__avx512vnni", "qu8_gemm_narrow__avx512vnni"}});
-  t.push_back({"QConv", "qu8-conv2d-igemm-16x16-avx512vnni", x86, {F::avx512f, F::avx512bw, F::avx512vnni},
-               check_qconv2d_u8_igemm, LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avx512vnni),
-               {"qu8_gemm_tile16__avx512vnni", "qu8_gemm_tile8__avx512vnni", "qu8_gemm_narrow__avx512vnni"}});
-  t.push_back({"QConv", "qu8-conv2d-igemm-6x16-avxvnni", x86, {F::avx2, F::fma, F::avxvnni}, check_qconv2d_u8_igemm,
-               LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avxvnni), {"qu8_gemm_tile__avxvnni"}});
+  // Narrow codes on VNNI: exact Winograd F(2x2, 3x3) with vpdpbusd (|U'| <= 126 in s8, V + 64 in u8),
+  // 2.25x fewer multiply-adds than the direct tiles (kernels/qu8-winograd/README.md).
+  t.push_back({"QConv", "qu4-qc4w-conv2d-winograd-2x2-3x3-avx512vnni", x86,
+               {F::avx2, F::fma, F::avx512f, F::avx512bw, F::avx512vnni}, check_qconv2d_qsub_winograd_vnni,
+               LOWBIT_X86_ONLY(create_qconv2d_qsub_winograd_avx512vnni),
+               {"qu8_gemm_tile16__avx512vnni", "qu8_winograd_input_u8x4_2x2_3x3__avx512vnni",
+                "qu8_winograd_output_2x2_3x3__avx512vnni"},
+               nullptr, {{DType::u4, DType::u2}, {DType::i4, DType::i2}}});
+  // The igemm tiles, per tile: 4- and 2-bit weights kept packed and expanded per tile (qc4w, qc2w:
+  // kernels/qsub-gemm/qsub_panel.h), then the int8 row, which runs any weight codes unpacked to
+  // int8 panels at creation. The packed rows' check says where the expansion pays.
+  using Create = std::unique_ptr<Kernel> (*)(const NodeContext&);
+  struct IgemmTile {
+    const char* tile;
+    std::vector<Feature> features;
+    Check check, check_qc4w, check_qc2w;
+    Create create, create_packed;
+    std::vector<std::string> ukernels;
+  };
+  const std::vector<Feature> vnni512 = {F::avx512f, F::avx512bw, F::avx512vnni}, vnni256 = {F::avx2, F::fma, F::avxvnni};
+  const IgemmTile x86_tiles[] = {
+      {"8x32-avx512vnni", vnni512, check_qconv2d_u8_igemm_8x32,
+       check_qconv2d_packed_igemm<check_qconv2d_u8_igemm_8x32, DType::i4, true>,
+       check_qconv2d_packed_igemm<check_qconv2d_u8_igemm_8x32, DType::i2, true>,
+       LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avx512vnni_8x32),
+       LOWBIT_X86_ONLY(create_qconv2d_packed_igemm_avx512vnni_8x32),
+       {"qu8_gemm_wide__avx512vnni", "qu8_gemm_tile16__avx512vnni", "qu8_gemm_narrow__avx512vnni"}},
+      {"8x48-avx512vnni", vnni512, check_qconv2d_u8_igemm_8x48,
+       check_qconv2d_packed_igemm<check_qconv2d_u8_igemm_8x48, DType::i4, true>,
+       check_qconv2d_packed_igemm<check_qconv2d_u8_igemm_8x48, DType::i2, true>,
+       LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avx512vnni_8x48),
+       LOWBIT_X86_ONLY(create_qconv2d_packed_igemm_avx512vnni_8x48),
+       {"qu8_gemm_wide__avx512vnni", "qu8_gemm_tile16__avx512vnni", "qu8_gemm_narrow__avx512vnni"}},
+      {"16x16-avx512vnni", vnni512, check_qconv2d_u8_igemm,
+       check_qconv2d_packed_igemm<check_qconv2d_u8_igemm, DType::i4>,
+       check_qconv2d_packed_igemm<check_qconv2d_u8_igemm, DType::i2>,
+       LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avx512vnni), LOWBIT_X86_ONLY(create_qconv2d_packed_igemm_avx512vnni),
+       {"qu8_gemm_tile16__avx512vnni", "qu8_gemm_tile8__avx512vnni", "qu8_gemm_narrow__avx512vnni"}},
+      {"6x16-avxvnni", vnni256, check_qconv2d_u8_igemm,
+       check_qconv2d_packed_igemm<check_qconv2d_u8_igemm, DType::i4>,
+       check_qconv2d_packed_igemm<check_qconv2d_u8_igemm, DType::i2>,
+       LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avxvnni), LOWBIT_X86_ONLY(create_qconv2d_packed_igemm_avxvnni),
+       {"qu8_gemm_tile__avxvnni"}},
+  };
+  auto push_igemm_tile = [&t, &qc4w, &qc2w](const IgemmTile& it, Arch arch, const char* isa) {
+    std::vector<std::string> packed_uk = it.ukernels;
+    packed_uk.push_back(std::string("qsub_expand_w4__") + isa);
+    t.push_back({"QConv", std::string("qu8-qc4w-conv2d-igemm-") + it.tile, arch, it.features, it.check_qc4w,
+                 it.create_packed, packed_uk, nullptr, qc4w, packed_igemm_steps_aside});
+    packed_uk.back() = std::string("qsub_expand_w2__") + isa;
+    t.push_back({"QConv", std::string("qu8-qc2w-conv2d-igemm-") + it.tile, arch, it.features, it.check_qc2w,
+                 it.create_packed, packed_uk, nullptr, qc2w, packed_igemm_steps_aside});
+    t.push_back({"QConv", std::string("qu8-qc8w-conv2d-igemm-") + it.tile, arch, it.features, it.check, it.create,
+                 it.ukernels});
+  };
+  for (const IgemmTile& it : x86_tiles)
+    push_igemm_tile(it, x86, it.features.size() == 3 && it.features[2] == F::avx512vnni ? "avx512vnni" : "avxvnni");
   // Sub-byte codes (kernels/qsub-gemm/README.md): vpmaddubsw is exact when a 4- or 2-bit code
   // bounds every product, so one multiply instruction does 32 multiply-adds instead of the int8
   // kernels' 16; below the VNNI rows, whose vpdpbusd already does 32 in one.
-  const std::pair<const char*, Check> qsub_rows[] = {{"qu8-qc4w-conv2d-igemm-6x16c4-avx2", check_qconv2d_qc4w_igemm},
-                                                     {"qu8-qc2w-conv2d-igemm-6x16c4-avx2", check_qconv2d_qc2w_igemm},
-                                                     {"qu4-qc8w-conv2d-igemm-6x16c4-avx2", check_qconv2d_qu4_qc8w_igemm}};
-  for (auto [name, check] : qsub_rows)
-    t.push_back({"QConv", name, x86, {F::avx2, F::fma}, check, LOWBIT_X86_ONLY(create_qconv2d_qsub_igemm_avx2),
-                 {"qsub_gemm_tile__avx2"}, qu8_igemm_avx2_vs_fp32, /*subbyte=*/true});
+  struct QsubRow {
+    const char* name;
+    Check check;
+    Codes codes;
+    std::vector<std::string> ukernels;
+  };
+  const QsubRow qsub_rows[] = {
+      {"qu8-qc4w-conv2d-igemm-6x16c4-avx2", check_qconv2d_qc4w_igemm, qc4w, {"qsub_gemm_tile__avx2", "qsub_expand_w4__avx2"}},
+      {"qu8-qc2w-conv2d-igemm-6x16c4-avx2", check_qconv2d_qc2w_igemm, qc2w, {"qsub_gemm_tile__avx2", "qsub_expand_w2__avx2"}},
+      {"qu4-qc8w-conv2d-igemm-6x16c4-avx2", check_qconv2d_qu4_qc8w_igemm, narrow_x, {"qsub_gemm_tile__avx2"}}};
+  for (const QsubRow& r : qsub_rows)
+    t.push_back({"QConv", r.name, x86, {F::avx2, F::fma}, r.check, LOWBIT_X86_ONLY(create_qconv2d_qsub_igemm_avx2),
+                 r.ukernels, qu8_igemm_avx2_vs_fp32, r.codes, qsub_igemm_steps_aside});
   // Exact integer Winograd ahead of the AVX2 igemm (below the VNNI kernels: on vpdpbusd, int16
   // operands would halve the multiply rate and eat the 2.25x).
-  t.push_back({"QConv", "qu8-conv2d-winograd-2x2-3x3-avx2", x86, {F::avx2, F::fma}, check_qconv2d_u8_winograd,
+  t.push_back({"QConv", "qu8-qc8w-conv2d-winograd-2x2-3x3-avx2", x86, {F::avx2, F::fma}, check_qconv2d_u8_winograd,
                LOWBIT_X86_ONLY(create_qconv2d_u8_winograd_avx2),
                {"qu8_gemm_tile__avx2", "qu8_winograd_input_2x2_3x3__avx2", "qu8_winograd_output_2x2_3x3__avx2"}});
-  t.push_back({"QConv", "qu8-conv2d-igemm-6x16-avx2", x86, {F::avx2, F::fma}, check_qconv2d_u8_igemm,
+  t.push_back({"QConv", "qu8-qc8w-conv2d-igemm-6x16-avx2", x86, {F::avx2, F::fma}, check_qconv2d_u8_igemm,
                LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avx2), {"qu8_gemm_tile__avx2"}, qu8_igemm_avx2_vs_fp32});
-  t.push_back({"QGemm", "qu8-fc-gemv-avx2", x86, {F::avx2, F::fma}, check_qgemm_u8_gemv,
+  t.push_back({"QGemm", "qu8-qc8w-fc-gemv-avx2", x86, {F::avx2, F::fma}, check_qgemm_u8_gemv,
                LOWBIT_X86_ONLY(create_qgemm_u8_gemv_avx2), {"qu8_gemv_acc__avx2"}});
   t.push_back({"QAdd", "qu8-vadd-avx2", x86, {F::avx2, F::fma}, check_qadd_u8, LOWBIT_X86_ONLY(create_qadd_u8_avx2),
                {"qu8_vadd__avx2"}});
@@ -127,17 +192,20 @@ std::vector<KernelCandidate> qu8_candidates() {
 
   // ---- AArch64 ----
   t.push_back({"QConv", "qu1-qb1w-conv2d-xnor-4x8-neon", arm, {F::neon}, check_qconv2d_qu1_qb1w_xnor,
-               LOWBIT_AARCH64_ONLY(create_binary_conv2d_neon), {"qb1_gemm_tile__neon"}, nullptr,
-               /*subbyte=*/true});
-  t.push_back({"QConv", "qu8-dwconv2d-16x4-neondot", arm, {F::neon, F::dotprod}, check_qconv2d_u8_dwconv,
+               LOWBIT_AARCH64_ONLY(create_binary_conv2d_neon), {"qb1_gemm_tile__neon"}, nullptr, xnor});
+  t.push_back({"QConv", "qu8-qc8w-dwconv2d-16x4-neondot", arm, {F::neon, F::dotprod}, check_qconv2d_u8_dwconv,
                LOWBIT_AARCH64_ONLY(create_qconv2d_u8_dwconv_neondot), {"qu8_dwconv2d_flat__neondot"}});
-  t.push_back({"QConv", "qu8-dwconv2d-16x2-neon", arm, {F::neon}, check_qconv2d_u8_dwconv,
+  t.push_back({"QConv", "qu8-qc8w-dwconv2d-16x2-neon", arm, {F::neon}, check_qconv2d_u8_dwconv,
                LOWBIT_AARCH64_ONLY(create_qconv2d_u8_dwconv_neon), {"qu8_dwconv2d_flat__neon"}});
-  t.push_back({"QConv", "qu8-conv2d-igemm-6x16-neondot", arm, {F::neon, F::dotprod}, check_qconv2d_u8_igemm,
-               LOWBIT_AARCH64_ONLY(create_qconv2d_u8_igemm_neondot), {"qu8_gemm_tile__neondot"}});
-  t.push_back({"QConv", "qu8-conv2d-igemm-6x16-neon", arm, {F::neon}, check_qconv2d_u8_igemm,
+  push_igemm_tile({"6x16-neondot", {F::neon, F::dotprod}, check_qconv2d_u8_igemm,
+                   check_qconv2d_packed_igemm<check_qconv2d_u8_igemm, DType::i4>,
+                   check_qconv2d_packed_igemm<check_qconv2d_u8_igemm, DType::i2>,
+                   LOWBIT_AARCH64_ONLY(create_qconv2d_u8_igemm_neondot),
+                   LOWBIT_AARCH64_ONLY(create_qconv2d_packed_igemm_neondot), {"qu8_gemm_tile__neondot"}},
+                  arm, "neondot");
+  t.push_back({"QConv", "qu8-qc8w-conv2d-igemm-6x16-neon", arm, {F::neon}, check_qconv2d_u8_igemm,
                LOWBIT_AARCH64_ONLY(create_qconv2d_u8_igemm_neon), {"qu8_gemm_tile__neon"}});
-  t.push_back({"QGemm", "qu8-fc-gemv-neon", arm, {F::neon}, check_qgemm_u8_gemv,
+  t.push_back({"QGemm", "qu8-qc8w-fc-gemv-neon", arm, {F::neon}, check_qgemm_u8_gemv,
                LOWBIT_AARCH64_ONLY(create_qgemm_u8_gemv_neon), {"qu8_gemv_acc__neon"}});
   t.push_back({"QAdd", "qu8-vadd-neon", arm, {F::neon}, check_qadd_u8, LOWBIT_AARCH64_ONLY(create_qadd_u8_neon),
                {"qu8_vadd__neon"}});
@@ -153,19 +221,16 @@ std::vector<KernelCandidate> qu8_candidates() {
   // ---- portable ---- (after every SIMD row: on x86-64 it ran at 0.7x of the AVX2 int8 igemm on
   // ResNet-18's 3x3 layers, bench/microbench/qb1_layers; it beats the reference kernel everywhere)
   t.push_back({"QConv", "qu1-qb1w-conv2d-xnor-2x4-scalar", x86, {}, check_qconv2d_qu1_qb1w_xnor,
-               create_binary_conv2d_portable, {}, nullptr, /*subbyte=*/true});
-  t.push_back({"BinaryConv", "f32-qb1w-conv2d-xnor-2x4-scalar", x86, {}, check_binary_conv2d_f32,
-               create_binary_conv2d_portable, {}, nullptr, /*subbyte=*/true});
-  t.push_back({"BinaryConv", "qu8-qb1w-conv2d-xnor-2x4-scalar", x86, {}, check_binary_conv2d_qu8,
-               create_binary_conv2d_portable, {}, nullptr, /*subbyte=*/true});
-  t.push_back({"BinaryConv", "qb1-qb1w-conv2d-xnor-2x4-scalar", x86, {}, check_binary_conv2d_qb1,
-               create_binary_conv2d_portable, {}, nullptr, /*subbyte=*/true});
+               create_binary_conv2d_portable, {}, nullptr, xnor});
+  for (auto [dt, check, codes] : binary_inputs)
+    t.push_back({"BinaryConv", std::string(dt) + "-qb1w-conv2d-xnor-2x4-scalar", x86, {}, check,
+                 create_binary_conv2d_portable, {}, nullptr, codes});
   // Element-wise maps on codes (HardSwish, Sigmoid, SiLU...): one lookup in a 256-entry table per
   // byte, in place of DequantizeLinear, the fp32 op and QuantizeLinear.
   t.push_back({"QLut", "qu8-lut-scalar", x86, {}, check_qlut_u8, create_qlut_u8});
   // Packed signs: an AND of words, 64 channels at a time (portable C++ the compiler vectorises).
   t.push_back({"MaxPool", "qb1-maxpool2d-nhwc-and", x86, {}, check_maxpool2d_b1, create_maxpool2d_b1, {}, nullptr,
-               /*subbyte=*/true});
+               {{DType::b1}, {}}});
   return t;
 }
 

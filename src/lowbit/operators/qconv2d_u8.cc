@@ -23,7 +23,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "lowbit/common/error.h"
 #include "lowbit/ir/op_params.h"
+#include "lowbit/kernels/qsub-gemm/qsub_panel.h"
 #include "lowbit/operators/operator_util.h"
 #include "lowbit/operators/requant.h"
 
@@ -37,7 +39,7 @@ int64_t floats_for(int64_t bytes) { return ceil_div(bytes, 4) + 16; }
 
 class QConv2dIgemm final : public Kernel {
  public:
-  QConv2dIgemm(const NodeContext& ctx, const Conv2dParams& p, const Qu8GemmKernels& ks)
+  QConv2dIgemm(const NodeContext& ctx, const Conv2dParams& p, const Qu8GemmKernels& ks, bool packed_weights)
       : p_(p), ks_(ks), rq_(ctx, p.M, 3) {
     const QuantParams& qx = *ctx.in(0).quant;
     const Tensor w_i8 = ops::weights_i8(ctx);  // sub-byte codes unpacked once
@@ -85,6 +87,7 @@ class QConv2dIgemm final : public Kernel {
     // k >= K (group padding) has zero weights; its offset only needs to be readable.
 
     const int64_t ngroups = Kp_ / kg;
+    mpanels_ = ceil_div(Mg_, ks.mr);
     nkb_ = ceil_div(Kp_, ks.kc_max);
     kgb_ = ceil_div(ngroups, nkb_);  // k groups per block (the last block may be shorter)
 
@@ -92,14 +95,39 @@ class QConv2dIgemm final : public Kernel {
     // nkg x mr words. K-block-major: a pixel panel's pass over one K block then reads the weights
     // as one sequential stream, which the hardware prefetchers follow (panel-major, the blocks of
     // consecutive channel panels lie K apart, and multi-MB weights arrive cache miss by miss).
+    //
+    // 4- and 2-bit weights stay packed when the set can expand them (kernels/qsub-gemm/qsub_panel.h):
+    // each block is stored as chunks of packed codes, and expanded into L1 scratch per tile.
     const int64_t mr_max = ks.mr;
-    packed_ = Tensor(DType::i32, {p.M * ngroups});
-    uint32_t* pw = packed_.data<uint32_t>();
+    // Three weight layouts: int8 words; words of 8 / b k groups of b-bit codes that the tiles
+    // unpack in registers (ks.weight_bits = b < 8); packed chunks expanded per run (ks.expand_for).
+    const int wbits = bit_width(code_dtype(ctx.in(1)));
+    if (ks.weight_bits < 8 && ks.weight_bits != wbits)
+      throw Error("QConv '" + ctx.node.name + "': kernel set for " + std::to_string(ks.weight_bits) +
+                  "-bit weights given " + std::to_string(wbits) + "-bit codes");
+    reg_bits_ = ks.weight_bits;
+    expand_ = packed_weights && wbits < 8 && reg_bits_ == 8 ? ks.expand_for(wbits) : nullptr;
+    wbits_ = expand_ ? wbits : 8;
+    const int64_t step = 8 / reg_bits_;  // k groups per weight word
+    std::vector<uint32_t> words(static_cast<size_t>(mr_max * kgb_));
+    std::vector<int64_t> block_bytes;
     for (int64_t gi = 0; gi < p.group; ++gi)
       for (int64_t kb = 0; kb < nkb_; ++kb)
         for (int64_t m0 = 0; m0 < Mg_; m0 += mr_max) {
+          const int64_t mr = std::min(mr_max, Mg_ - m0), nkg = std::min(kgb_, ngroups - kb * kgb_);
+          block_bytes.push_back(expand_ ? subbyte_block_bytes(mr * nkg * kg, wbits_) : mr * ceil_div(nkg, step) * 4);
+        }
+    ablock_.assign(block_bytes.size() + 1, 0);
+    for (size_t i = 0; i < block_bytes.size(); ++i) ablock_[i + 1] = ablock_[i] + block_bytes[i];
+    // Expanded blocks (whole chunks of 64 codes each, so that blocks expand in parallel).
+    eblock_.assign(block_bytes.size() + 1, 0);
+    for (size_t i = 0; i < block_bytes.size(); ++i) eblock_[i + 1] = eblock_[i] + block_bytes[i] * 8 / wbits_;
+    packed_ = Tensor(DType::u8, {ablock_.back() + 64});
+    size_t bi = 0;
+    for (int64_t gi = 0; gi < p.group; ++gi)
+      for (int64_t kb = 0; kb < nkb_; ++kb)
+        for (int64_t m0 = 0; m0 < Mg_; m0 += mr_max, ++bi) {
           const int64_t mr = std::min(mr_max, Mg_ - m0), kk0 = kb * kgb_, nkg = std::min(kgb_, ngroups - kk0);
-          uint32_t* dst = pw + a_offset(gi, m0 / mr_max, kb);
           for (int64_t kk = 0; kk < nkg; ++kk)
             for (int64_t r = 0; r < mr; ++r) {
               uint32_t word = 0;
@@ -109,8 +137,28 @@ class QConv2dIgemm final : public Kernel {
                 word |= ks.widened ? (static_cast<uint32_t>(static_cast<uint16_t>(v)) << (16 * i))
                                    : (static_cast<uint32_t>(static_cast<uint8_t>(v)) << (8 * i));
               }
-              dst[kk * mr + r] = word;
+              words[static_cast<size_t>(kk * mr + r)] = word;
             }
+          uint8_t* dst = packed_.data<uint8_t>() + ablock_[bi];
+          if (expand_) {
+            pack_subbyte_block(reinterpret_cast<const int8_t*>(words.data()), mr * nkg * kg, wbits_, dst);
+          } else if (reg_bits_ < 8) {
+            // Word (s, r): byte i holds the codes of k groups s * step + q at bits
+            // [8 - b (q + 1), 8 - b q) (q = 0 on top), as the tiles' weight_group reads them.
+            const uint32_t mask = (1u << reg_bits_) - 1u;
+            for (int64_t st = 0; st < ceil_div(nkg, step); ++st)
+              for (int64_t r = 0; r < mr; ++r) {
+                uint32_t word = 0;
+                for (int64_t q = 0; q < step && st * step + q < nkg; ++q) {
+                  const uint32_t w8 = words[static_cast<size_t>((st * step + q) * mr + r)];
+                  for (int i = 0; i < 4; ++i)
+                    word |= (((w8 >> (8 * i)) & mask) << (8 - reg_bits_ * (q + 1))) << (8 * i);
+                }
+                std::memcpy(dst + (st * mr + r) * 4, &word, 4);
+              }
+          } else {
+            std::memcpy(dst, words.data(), static_cast<size_t>(mr * nkg * 4));
+          }
         }
     if (!ks.widened) {
       // (x_shift - zp_x) * sum_k w: the kernel sums (x - x_shift) * w (raw u8 for VNNI, s8 for sdot);
@@ -119,10 +167,19 @@ class QConv2dIgemm final : public Kernel {
       for (int64_t m = 0; m < p.M; ++m) {
         int64_t s = 0;
         for (int64_t k = 0; k < K_; ++k) s += w[m * K_ + k];
-        row_init_[static_cast<size_t>(m)] = static_cast<int32_t>((ks.x_shift - static_cast<int64_t>(zp_x_)) * s);
+        // Weights unpacked in registers read as 2^(8 - b) w: so does the sum (mod 2^32; the check
+        // keeps 2^(8 - b) |acc| below 2^31).
+        row_init_[static_cast<size_t>(m)] = static_cast<int32_t>(static_cast<uint32_t>(
+            (ks.x_shift - static_cast<int64_t>(zp_x_)) * s * (int64_t{1} << (8 - reg_bits_))));
       }
     }
 
+
+    // The sums come out 2^(8 - b) times too large; fmaf(float(2^j acc), scale / 2^j, bias) is the
+    // same float as fmaf(float(acc), scale, bias) (powers of two commute with rounding; the check
+    // keeps scale / 2^j a normal float), so the bytes stay the reference's.
+    if (reg_bits_ < 8)
+      for (float& sc : rq_.scale) sc = std::ldexp(sc, -(8 - reg_bits_));
 
     // Pixel panels and their im2col runs per tap (consecutive pixels whose sources are SW apart;
     // without a padded copy, pixels whose source is padding belong to no run).
@@ -171,12 +228,21 @@ class QConv2dIgemm final : public Kernel {
     }
 
     prefetch_weights_ = tasks_.size() == 1;
-    mpanels_ = ceil_div(Mg_, mr_max);
+    // Packed weights that several pixel tasks read are expanded once per run, in parallel, into a
+    // workspace the tiles then read as int8 panels (the weights of a layer with several pixel
+    // panels stay in the caches between them, as int8 panels would); with one pixel task each
+    // block is read once, so it is expanded into L1 right before its tiles (streaming half or a
+    // quarter of the bytes). Either way each weight is expanded once per run: expanded per tile
+    // and pixel panel, the packed rows ran 5-10% behind the int8 rows on ResNet-50's 56 x 56 and
+    // 28 x 28 layers (Zen 4, bench/microbench/qsub_layers).
+    expand_all_ = expand_ && tasks_.size() > 1;
     const int64_t elem = ks.widened ? 2 : 1;
     bbytes_ = kgb_ * kg * ks.nr * elem;
     rbytes_ = kgb_ * kg * ks.nr_tail * elem;
     partial_words_ = mpanels_ * mr_max * ks.nr;
-    scratch_floats_ = floats_for(bbytes_ + 64 + rbytes_ + 64 + (partial_words_ + mpanels_ * kRiderWords) * 4);
+    abytes_ = expand_ ? ceil_div(mr_max * kgb_ * kg, 64) * 64 + 64 : 0;
+    scratch_floats_ =
+        floats_for(bbytes_ + 64 + rbytes_ + 64 + (partial_words_ + mpanels_ * kRiderWords) * 4 + abytes_);
     scratch_.reserve(std::max(ctx.threads, 1), scratch_floats_);
   }
 
@@ -192,6 +258,16 @@ class QConv2dIgemm final : public Kernel {
     uint8_t* y = out[0].as<uint8_t>();
     const int64_t npanels = static_cast<int64_t>(tasks_.size());
     const int64_t outer = p_.group * npanels;
+    const int8_t* expanded = nullptr;
+    if (expand_all_) {
+      int8_t* e = reinterpret_cast<int8_t*>(ops::workspace(1, floats_for(eblock_.back())));
+      const uint8_t* packed = packed_.data<uint8_t>();
+      pool.parallel_for(static_cast<int64_t>(ablock_.size() - 1), [&](int64_t bi, int) {
+        expand_(packed + ablock_[static_cast<size_t>(bi)], static_cast<size_t>(chunks_of(static_cast<size_t>(bi))),
+                e + eblock_[static_cast<size_t>(bi)]);
+      });
+      expanded = e;
+    }
     // Enough tasks for the pool: split the output channels too when panels are few.
     const int64_t msplit = threads == 1 || outer >= 4 * threads ? 1 : std::min(mpanels_, ceil_div(4 * threads, outer));
     for (int64_t n = 0; n < p_.N; ++n) {
@@ -231,16 +307,16 @@ class QConv2dIgemm final : public Kernel {
         const int64_t ms = t % msplit, pi = (t / msplit) % npanels, g = t / (msplit * npanels);
         tile_panel(g, pi, mpanels_ * ms / msplit, mpanels_ * (ms + 1) / msplit, xn, avail, rn, yn,
                    reinterpret_cast<uint8_t*>(scratch_.get(thread)),
-                   shared ? shared + (g * npanels + pi) * nkb_ * shared_stride() : nullptr);
+                   shared ? shared + (g * npanels + pi) * nkb_ * shared_stride() : nullptr, expanded);
       });
     }
   }
 
  private:
-  // Word offset of the weight block of channel panel mp, K block kb, group g (layout above).
-  int64_t a_offset(int64_t g, int64_t mp, int64_t kb) const {
-    const int64_t ngroups = Kp_ / ks_.kg, kk0 = kb * kgb_, nkg = std::min(kgb_, ngroups - kk0);
-    return g * Mg_ * ngroups + kk0 * Mg_ + mp * ks_.mr * nkg;
+  // The weight block of channel panel mp, K block kb, group g (layout above): its bytes in packed_
+  // are [ablock_[i], ablock_[i + 1]).
+  size_t block_index(int64_t g, int64_t mp, int64_t kb) const {
+    return static_cast<size_t>((g * nkb_ + kb) * mpanels_ + mp);
   }
 
   struct Panel {
@@ -285,8 +361,13 @@ class QConv2dIgemm final : public Kernel {
 
   // Task ti's channel panels [mp0, mp1): per K block its panels' B, packed into scratch here or
   // read from `shared` (nkb_ blocks of shared_stride() bytes), against each channel panel.
+  // Chunks of 64 codes in weight block bi (packed sub-byte blocks only).
+  int64_t chunks_of(size_t bi) const { return (ablock_[bi + 1] - ablock_[bi]) * 8 / (wbits_ * kSubbyteChunkCodes); }
+
+  // expanded: every weight block expanded to int8 (eblock_ offsets) for this run, or nullptr.
   void tile_panel(int64_t g, int64_t ti, int64_t mp0, int64_t mp1, const uint8_t* x, int64_t avail,
-                  const uint8_t* res, uint8_t* y, uint8_t* scratch, const uint8_t* shared) const {
+                  const uint8_t* res, uint8_t* y, uint8_t* scratch, const uint8_t* shared,
+                  const int8_t* expanded) const {
     const Task task = tasks_[static_cast<size_t>(ti)];
     const Panel& pan = panels_[static_cast<size_t>(task.lead)];
     const Panel* rider = task.rider >= 0 ? &panels_[static_cast<size_t>(task.rider)] : nullptr;
@@ -299,7 +380,8 @@ class QConv2dIgemm final : public Kernel {
     uint8_t* rbuf = bbuf + ceil_div(bbytes_ + 64, 64) * 64;
     int32_t* partial = reinterpret_cast<int32_t*>(rbuf + ceil_div(rbytes_ + 64, 64) * 64);
     int32_t* rpartial = partial + partial_words_;
-    const uint32_t* packed = packed_.data<uint32_t>();
+    int8_t* abuf = reinterpret_cast<int8_t*>(rpartial + mpanels_ * kRiderWords);  // expanded sub-byte block
+    const uint8_t* packed = packed_.data<uint8_t>();
     const int64_t ngroups = Kp_ / kg;
     const Qu8GemmUkernel* table = table_of(pan);
     const Qu8GemmUkernel* rtable = rider ? table_of(*rider) : nullptr;
@@ -325,15 +407,24 @@ class QConv2dIgemm final : public Kernel {
       e.ld_res = static_cast<size_t>(OHW_);
       for (int64_t mp = mp0; mp < mp1; ++mp) {
         const int64_t m = g * Mg_ + mp * mr_max, mr = std::min(mr_max, Mg_ - mp * mr_max);
-        const uint32_t* a = packed + a_offset(g, mp, kb);
+        const size_t bi = block_index(g, mp, kb);
+        const uint8_t* block = packed + ablock_[bi];
+        const int64_t block_bytes = ablock_[bi + 1] - ablock_[bi];
         // One pixel task per image (stage 4's 7 x 7 = 48 + 1): the weights, 1-2.4 MB a conv, are
         // streamed once from DRAM, and the hardware prefetchers alone left that 20% slower than
         // from L3; pull the next channel panel's (they follow these, K-block-major) while this
         // tile computes. With several pixel tasks the weights are re-read from the caches, and
         // the same prefetches measured 5-25% slower: there the prefetchers keep up.
-        if (prefetch_weights_) {
-          const char* next = reinterpret_cast<const char*>(a + mr * nkg);
-          for (int64_t o = 0; o < mr * nkg * 4; o += 64) __builtin_prefetch(next + o, 0, 2);
+        if (prefetch_weights_ && !expanded) {
+          const char* next = reinterpret_cast<const char*>(block + block_bytes);
+          for (int64_t o = 0; o < block_bytes; o += 64) __builtin_prefetch(next + o, 0, 2);
+        }
+        const void* a = block;
+        if (expanded) {
+          a = expanded + eblock_[bi];
+        } else if (expand_) {
+          expand_(block, static_cast<size_t>(chunks_of(bi)), abuf);
+          a = abuf;
         }
         e.row_init = row_init_.empty() ? nullptr : row_init_.data() + m;
         e.partial = partial + (mp - mp0) * mr_max * nr;
@@ -365,7 +456,14 @@ class QConv2dIgemm final : public Kernel {
   std::vector<Task> tasks_;
   std::vector<Qu8Im2colRun> runs_;
   int64_t nkb_ = 0, kgb_ = 0, mpanels_ = 0, bbytes_ = 0, rbytes_ = 0, partial_words_ = 0, scratch_floats_ = 0;
+  // Weight blocks (int8 words, or packed sub-byte chunks when expand_ is set) and their offsets.
   Tensor packed_, padded_;
+  std::vector<int64_t> ablock_, eblock_;
+  Qu8ExpandCodes expand_ = nullptr;
+  bool expand_all_ = false;
+  int wbits_ = 8;    // bits per code in packed_ when expand_ is set
+  int reg_bits_ = 8;  // bits per code in the tiles' weight words (ks.weight_bits)
+  int64_t abytes_ = 0;
   std::vector<int32_t> row_init_;
   ops::ThreadScratch scratch_;
 };
@@ -421,8 +519,9 @@ std::string check_qconv2d_u8_igemm(const NodeContext& ctx) {
   return "";
 }
 
-std::unique_ptr<Kernel> create_qconv2d_u8_igemm(const NodeContext& ctx, const Qu8GemmKernels& ks) {
-  return std::make_unique<QConv2dIgemm>(ctx, conv2d_params(ctx.graph, ctx.node), ks);
+std::unique_ptr<Kernel> create_qconv2d_u8_igemm(const NodeContext& ctx, const Qu8GemmKernels& ks,
+                                                bool packed_weights) {
+  return std::make_unique<QConv2dIgemm>(ctx, conv2d_params(ctx.graph, ctx.node), ks, packed_weights);
 }
 
 namespace {

@@ -24,7 +24,10 @@ std::string need_quant(const Value& v, const char* what, size_t channels);
 
 // QConv as implicit GEMM: any group, stride, dilation and padding, bias, residual and clamp.
 std::string check_qconv2d_u8_igemm(const NodeContext& ctx);
-std::unique_ptr<Kernel> create_qconv2d_u8_igemm(const NodeContext& ctx, const Qu8GemmKernels& ks);
+// packed_weights: 4- and 2-bit weights stay packed in memory and are expanded per tile, where the
+// set can (Qu8GemmKernels::expand4 / expand2); else every width is unpacked to int8 panels here.
+std::unique_ptr<Kernel> create_qconv2d_u8_igemm(const NodeContext& ctx, const Qu8GemmKernels& ks,
+                                                bool packed_weights = false);
 std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avx2(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_qconv2d_u8_igemm_avx512vnni(const NodeContext& ctx);
 // The 8 x 32 VNNI tiles, for maps that fill 32-pixel panels about as well as 16-pixel ones.

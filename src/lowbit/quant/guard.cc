@@ -68,7 +68,7 @@ std::vector<SlowNode> find_slow_quantized_nodes(const CompiledModel& q) {
     const KernelCandidate& k = *s.choice.chosen;
     // The portable binary rows are real kernels (XOR-popcount in portable C++; they beat the
     // reference everywhere and fp32 on targets without SIMD fp32 kernels), not a fallback.
-    if (k.features.empty() && !k.subbyte) {
+    if (k.features.empty() && !k.subbyte()) {
       std::string why;
       for (const Rejection& r : s.choice.rejected) why += (why.empty() ? "" : "; ") + r.candidate->name + ": " + r.reason;
       slow.push_back({n.name, n.op, k.name, why.empty() ? "no SIMD int8 kernel exists for " + n.op : why});
@@ -99,32 +99,67 @@ std::vector<SlowNode> find_subbyte_on_int8(const CompiledModel& q) {
     const std::string prec = node_precision(g, n);
     if (prec.empty() || prec == "int8") continue;
     const KernelCandidate& k = *s.choice.chosen;
-    if (k.subbyte || k.features.empty()) continue;  // a sub-byte kernel, or the guard's fp32 report covers it
-    // A rejected sub-byte candidate says why: first one this target could run (its reason is about
-    // the node: "input codes u8, needs u1"), else the first at all ("needs avx512f"); with none in
-    // the table for this op, say so.
+    if (k.subbyte() || k.features.empty()) continue;  // a sub-byte kernel, or the guard's fp32 report covers it
+    // Why no sub-byte row took it: the sub-byte rows that read this node's codes and were rejected
+    // say why; the last such one before the chosen row is the nearest alternative (the same tile,
+    // where the table has one per tile), and a row this target could run beats one it cannot.
+    const std::optional<DType> x = code_dtype(g.value(n.inputs[0]));
+    const std::optional<DType> w = n.inputs.size() > 1 && n.inputs[1] != kNoValue
+                                       ? std::optional<DType>(code_dtype(g.value(n.inputs[1])))
+                                       : std::nullopt;
+    const std::vector<const KernelCandidate*> rows_of_op = candidates_for(n.op);
+    const auto rank = [&](const KernelCandidate* c) {
+      return std::find(rows_of_op.begin(), rows_of_op.end(), c) - rows_of_op.begin();
+    };
     std::string why;
     for (int pass = 0; pass < 2 && why.empty(); ++pass)
       for (const Rejection& rej : s.choice.rejected) {
         const KernelCandidate& c = *rej.candidate;
+        if (rank(&c) > rank(&k)) continue;  // ranked below the chosen row: not why it lost
         bool runs = c.features.empty() || c.arch == q.target().arch;
         for (Feature f : c.features) runs &= q.target().has(f);
-        if (c.subbyte && (pass == 1 || runs)) {
-          why = c.name + ": " + rej.reason;
-          break;
-        }
+        if (c.reads_codes(x, w) && (pass == 1 || runs)) why = c.name + ": " + rej.reason;
       }
-    if (why.empty()) why = "no sub-byte " + n.op + " kernel for this ISA yet";
+    if (why.empty()) {
+      // None ranked above the chosen row: say which rows of this op read these codes at all.
+      std::string rows;
+      for (const KernelCandidate* c : rows_of_op)
+        if (c->reads_codes(x, w) && !c->features.empty() && c->arch == q.target().arch)
+          rows += (rows.empty() ? "" : ", ") + c->name;
+      why = rows.empty() ? "no sub-byte " + n.op + " kernel for these codes on this ISA"
+                         : "the int8 row ranks above the sub-byte rows for these codes (" + rows + ") on this target";
+    }
     r.push_back({n.name, n.op + " " + prec, k.name, why});
   }
   return r;
+}
+
+bool pin_stepped_aside_subbyte_rows(const CompiledModel& q, Graph& g) {
+  bool pinned = false;
+  for (const Step& s : q.steps()) {
+    const Node& n = q.graph().nodes[static_cast<size_t>(s.node)];
+    const std::string prec = node_precision(q.graph(), n);
+    if (prec.empty() || prec == "int8" || s.choice.chosen->subbyte()) continue;
+    const std::optional<DType> x = code_dtype(q.graph().value(n.inputs[0]));
+    const std::optional<DType> w = std::optional<DType>(code_dtype(q.graph().value(n.inputs[1])));
+    for (const Rejection& rej : s.choice.rejected)
+      if (rej.candidate->reads_codes(x, w) && rej.reason.rfind("applies, but steps aside", 0) == 0) {
+        for (Node& gn : g.nodes)  // by name: q's graph went through the passes again
+          if (gn.name == n.name && gn.op == n.op) {
+            gn.attrs.set(kPinnedKernelAttr, rej.candidate->name);
+            pinned = true;
+          }
+        break;
+      }
+  }
+  return pinned;
 }
 
 std::string describe_subbyte_on_int8(const std::vector<SlowNode>& nodes, SlowPolicy policy, const std::string& target) {
   std::string s = std::to_string(nodes.size()) + " sub-byte node(s) run int8 kernels on their codes on target " + target +
                   " (exact: the outputs are bit-identical, the speed is int8's)" +
                   (policy == SlowPolicy::error   ? "; refusing to compile (--on-slow=error):"
-                   : policy == SlowPolicy::allow ? " (--on-slow=allow: no slower sub-byte kernel exists to keep instead):"
+                   : policy == SlowPolicy::allow ? " (--on-slow=allow kept every sub-byte kernel that can run them; none can here):"
                                                  : " (--on-slow=error refuses):");
   return s + grouped_by_reason(nodes, " runs ", 12);
 }
@@ -183,6 +218,11 @@ QuantizedBuild build_quantized(CompiledModel& fp32, const std::vector<Range>& ra
       for (auto& s : slow) b.slow.push_back(s);  // nodes that became slow once a neighbour stayed fp32
     if (qopts.keep_fp32.size() == before) break;
   }
+  // --on-slow=allow keeps the sub-byte rows that step aside for an int8 row (measured slower, or no
+  // faster, but with the weights packed in memory): pinned like autotuning's choices, so that
+  // artifacts keep them.
+  if (policy == SlowPolicy::allow && pin_stepped_aside_subbyte_rows(*b.model, b.graph))
+    b.model = CompiledModel::compile(b.graph, copts);
   if (opts.autotune) b.model = CompiledModel::compile(b.graph, opts);
   b.subbyte_on_int8 = find_subbyte_on_int8(*b.model);
   // The degenerate-graph detector, below 8 bits, on up to 4 of the calibration inputs.

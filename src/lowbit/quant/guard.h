@@ -26,6 +26,9 @@ std::vector<SlowNode> find_slow_quantized_nodes(const CompiledModel& q);
 // exact (the codes fit int8, so outputs are bit-identical to a sub-byte kernel's), but without
 // the sub-byte speed-up. `reason` says why no sub-byte kernel was chosen.
 std::vector<SlowNode> find_subbyte_on_int8(const CompiledModel& q);
+// --on-slow=allow: pins (in g, q's graph) each sub-byte node on an int8 row to the best sub-byte row
+// that reads its codes but stepped aside (KernelCandidate::steps_aside). True if any was pinned.
+bool pin_stepped_aside_subbyte_rows(const CompiledModel& q, Graph& g);
 // The degenerate-graph detector: runs `q` on the inputs and lists the QConv / QGemm / QAdd outputs
 // whose codes are the same everywhere on every input ("layer3.1.conv2: every output is code 0").
 std::vector<std::string> find_constant_outputs(CompiledModel& q, const std::vector<std::vector<Tensor>>& inputs);

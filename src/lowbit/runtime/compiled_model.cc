@@ -157,6 +157,12 @@ int64_t CompiledModel::weight_bytes() const {
   return bytes;
 }
 
+int64_t CompiledModel::kernel_weight_bytes() const {
+  int64_t bytes = 0;
+  for (const Step& s : steps_) bytes += s.kernel->packed_weight_bytes();
+  return bytes;
+}
+
 std::vector<Tensor> CompiledModel::run(const std::vector<Tensor>& inputs) { return execute(inputs, nullptr); }
 
 std::vector<Tensor> CompiledModel::run_profiled(const std::vector<Tensor>& inputs, std::vector<LayerTiming>& timings) {

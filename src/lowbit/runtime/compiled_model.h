@@ -58,6 +58,10 @@ class CompiledModel {
   int threads() const { return pool_->size(); }
   int64_t peak_activation_bytes() const { return arena_bytes_; }
   int64_t weight_bytes() const;  // bytes of constant tensors the steps read (packed where packed)
+  // Bytes the kernels hold in their own layouts (packed panels, transformed weights, requantization
+  // constants), built from those constants at creation: 4- and 2-bit weights stay packed where the
+  // chosen kernel reads them packed (kernels/qsub-gemm/qsub_panel.h), else they are int8 here.
+  int64_t kernel_weight_bytes() const;
   double compile_ms() const { return compile_ms_; }
 
  private:

@@ -7,9 +7,13 @@
 // x86_simd.h first: the shared helpers use its intrinsics.
 #include "lowbit/kernels/qsub-gemm/qsub_gemm.h"
 #include "lowbit/kernels/qu8-gemm/qu8_ukernel_inl.h"
+#include "lowbit/kernels/qsub-gemm/qsub_panel.h"
 
 namespace LOWBIT_KERNEL_NS {
 namespace {
+
+// 4- and 2-bit weight panels expanded per tile (kernels/qsub-gemm/qsub_panel.h).
+LOWBIT_SUBBYTE_EXPANDERS(avx2)
 
 using ::lowbit::Qu8GemmEpilogue;
 using ::lowbit::Qu8GemmKernels;
@@ -102,6 +106,8 @@ Qu8GemmKernels make_kernels() {
   fill_tiles<8, G>(k.tail, std::make_integer_sequence<int, 7>{});
   k.pack = qsub_pack_u8x4__avx2<16>;
   k.pack_tail = qsub_pack_u8x4__avx2<8>;
+  k.expand4 = qsub_expand_w4__avx2;
+  k.expand2 = qsub_expand_w2__avx2;
   return k;
 }
 

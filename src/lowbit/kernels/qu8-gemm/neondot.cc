@@ -10,9 +10,13 @@
 // per k group), a panel's k group is NR pixels x 4 s8. Tile 6 x 16: 24 int32x4 accumulators, per
 // k group four B loads and one and a half A loads, 24 sdot by lane (4 channels per A vector).
 #include "lowbit/kernels/qu8-gemm/qu8_neon_inl.h"
+#include "lowbit/kernels/qsub-gemm/qsub_panel.h"
 
 namespace LOWBIT_KERNEL_NS {
 namespace {
+
+// 4- and 2-bit weight panels expanded per tile (kernels/qsub-gemm/qsub_panel.h).
+LOWBIT_SUBBYTE_EXPANDERS(neondot)
 
 using ::lowbit::Qu8GemmEpilogue;
 using ::lowbit::Qu8GemmKernels;
@@ -126,6 +130,8 @@ const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_neondot() {
     k.tail[6] = qu8_gemm_tile__neondot<6, 8>;
     k.pack = qu8_pack_s8x4__neondot<16>;
     k.pack_tail = qu8_pack_s8x4__neondot<8>;
+    k.expand4 = qsub_expand_w4__neondot;
+    k.expand2 = qsub_expand_w2__neondot;
     return k;
   }();
   return ks;

@@ -57,6 +57,10 @@ struct Qu8Im2colRun {
 using Qu8Im2colPack = void (*)(size_t kg, const uint8_t* x, size_t avail, const int64_t* koff, const Qu8Im2colRun* runs,
                                size_t nruns, size_t stride, size_t nr, uint8_t zp_x, void* b);
 
+// Expands `chunks` chunks of 64 packed sub-byte codes into int8 codes (layout:
+// kernels/qsub-gemm/qsub_panel.h).
+using Qu8ExpandCodes = void (*)(const uint8_t* src, size_t chunks, int8_t* dst);
+
 // What a conv / fc driver needs from one ISA.
 struct Qu8GemmKernels {
   static constexpr int kMaxMR = 16;
@@ -64,6 +68,11 @@ struct Qu8GemmKernels {
   int mr = 6;                  // rows of the main tile; main[1..mr] / tail[1..mr] are all set
   int kg = 2;                  // K values per group
   bool widened = true;         // a/b are int16 with zp_x subtracted from b (AVX2); else u8/i8 (VNNI)
+  // Bits per weight code in a's words (not widened): 8 = kg int8 weights per word; 4 or 2 = the
+  // words of 8 / bits consecutive k groups packed together, unpacked in registers by the tiles
+  // as 2^(8 - bits) w (exact int8; kernels/qsub-gemm/README.md). The driver packs such words and
+  // scales row_init and the requantization scale by 2^(8 - bits) to match.
+  int weight_bits = 8;
   // Not widened: the packer stores x - x_shift (0 for vpdpbusd's u8; 128 for sdot, whose operands
   // are both s8: x ^ 0x80), and row_init = (x_shift - zp_x) * sum_k w[m][k] restores sum (x - zp_x) w.
   int32_t x_shift = 0;
@@ -79,6 +88,11 @@ struct Qu8GemmKernels {
   Qu8GemmUkernel narrow[kMaxMR + 1] = {};
   Qu8Im2colPack pack = nullptr;
   Qu8Im2colPack pack_tail = nullptr;     // nr_tail panels
+  // Sets of int8 words (kg = 4, not widened) can keep 4- and 2-bit weights packed in memory: the
+  // driver expands each panel block into L1 scratch right before its tiles read it. nullptr: such
+  // weights are unpacked to int8 panels once, at creation.
+  Qu8ExpandCodes expand4 = nullptr, expand2 = nullptr;
+  Qu8ExpandCodes expand_for(int bits) const { return bits == 4 ? expand4 : bits == 2 ? expand2 : nullptr; }
 };
 
 }  // namespace lowbit
@@ -88,9 +102,11 @@ namespace LOWBIT_KERNEL_NS {
 const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx2();
 // vpdpbusd (u8 x s8 -> i32, exact), zmm: 16 pixels per vector; 16 x 16 tiles (any map) and
 // 8 x 32 and 8 x 48 tiles (fewer loads per vpdpbusd; for maps that fill their panels).
+// weight_bits 4 or 2: the same tiles on 4- / 2-bit weight codes packed in their words (weight_bits;
+// the 16 x 16 set has none: unpacking 16 rows in registers cost one instruction per vpdpbusd).
 const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx512vnni();
-const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx512vnni_8x32();
-const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx512vnni_8x48();
+const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx512vnni_8x32(int weight_bits = 8);
+const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx512vnni_8x48(int weight_bits = 8);
 // VEX vpdpbusd on ymm (Alder Lake+, Zen 5).
 const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avxvnni();
 // AArch64 Advanced SIMD: int16 widening + smlal (u8 - zp_x and i8 both fit int16, exact).

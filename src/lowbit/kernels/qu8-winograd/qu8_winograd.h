@@ -38,4 +38,25 @@ void qu8_winograd_output_2x2_3x3__avx2(const int32_t* s, size_t ld, size_t nr, c
 // U' = G' w G'^T (G' = [2 0 0; 1 1 1; 1 -1 1; 0 0 2]) of one 3x3 int8 kernel, exact.
 void qu8_winograd_weights_2x2_3x3(const int8_t* w, int16_t* u /* 16 values, xi = 4i + j */);
 
+// The narrow-code flavour (4- / 2-bit activations and weights) on the AVX-512 VNNI micro-kernels:
+// |U'| <= 9 * 14 fits s8 and V + 64 (|V| <= 4 * 15) fits u8, so the 16 GEMMs run on vpdpbusd, and
+// the accumulators start at -64 * sum_c U' (the driver's row_init) to remove the offset exactly.
+// Its transforms and tiles, as one set (tests/simde builds it emulated):
+struct Qu8WinogradU8x4Kernels {
+  const Qu8GemmKernels* gemm;
+  // V + 64 of tile row th of four channels' zp-padded u8 planes (rows pw bytes apart; planes[i] ==
+  // nullptr: a padding channel, whose V + 64 is 0) into out[xi * ld + 4 tw + i] for tw < tiles:
+  // |x - zp_x| <= 15, so the transform runs on bytes. Writes whole passes of 32 tiles (out has
+  // room for tiles rounded up to 32) and reads 66 bytes past each pass's first column.
+  void (*input)(const uint8_t* const planes[4], size_t pw, uint8_t zp, size_t th, size_t tiles, uint8_t* out,
+                size_t ld);
+  // The output transform, as qu8_winograd_output_2x2_3x3__avx2.
+  void (*output)(const int32_t* s, size_t ld, size_t nr, const F32WinogradSegment* segs, size_t nsegs,
+                 const Qu8GemmEpilogue& e, uint8_t* y, size_t oh_max, size_t ow_max);
+};
+
 }  // namespace lowbit
+
+namespace LOWBIT_KERNEL_NS {
+const ::lowbit::Qu8WinogradU8x4Kernels& qu8_winograd_u8x4_avx512vnni();
+}  // namespace LOWBIT_KERNEL_NS
