@@ -78,7 +78,6 @@ const ExpectedUnsupported kExpectedUnsupported[] = {
     {"test_min_uint8", "u8 Min"},
     {"test_max_int8", "i8 Max"},
     {"test_min_int8", "i8 Min"},
-    {"test_clip_default_int8_*", "i8 Clip"},
 };
 
 const ExpectedUnsupported* find_expected(const std::string& name) {

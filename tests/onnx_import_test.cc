@@ -184,19 +184,21 @@ TEST(OnnxImport, UnknownOp) {
       {"t.onnx", "FooBar", "foo1"});
 }
 
-TEST(OnnxImport, Opset22Rejected) {
-  auto b = relu_model(22);
-  expect_error([&] { b.import(); }, {"t.onnx", "opset 22", "9..21"});
+TEST(OnnxImport, Opset26Rejected) {
+  auto b = relu_model(26);
+  expect_error([&] { b.import(); }, {"t.onnx", "opset 26", "9..25"});
 }
 
-TEST(OnnxImport, Opset21Accepted) {  // INT4 QDQ (sub-byte weights) needs it
-  auto b = relu_model(21);
-  EXPECT_NO_THROW(b.import());
+TEST(OnnxImport, Opset21And25Accepted) {  // INT4 and INT2 QDQ (sub-byte weights and activations)
+  for (int opset : {21, 25}) {
+    auto b = relu_model(opset);
+    EXPECT_NO_THROW(b.import()) << opset;
+  }
 }
 
 TEST(OnnxImport, Opset8Rejected) {
   auto b = relu_model(8);
-  expect_error([&] { b.import(); }, {"t.onnx", "opset 8", "9..21"});
+  expect_error([&] { b.import(); }, {"t.onnx", "opset 8", "9..25"});
 }
 
 TEST(OnnxImport, OtherDomainRejected) {

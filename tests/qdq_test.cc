@@ -6,10 +6,15 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "lowbit/frontend/onnx/onnx_export_qdq.h"
 #include "lowbit/frontend/onnx/onnx_import.h"
+#include "lowbit/frontend/onnx/onnx_tensor.h"
+#include "lowbit/ir/codes.h"
+#include "lowbit/quant/precision.h"
+#include "lowbit/quant/quantize.h"
 #include "lowbit/io/synthetic.h"
 #include "lowbit/ir/op_schema.h"
 #include "lowbit/passes/qdq.h"
@@ -454,4 +459,78 @@ TEST(Qdq, ExportStaysInsideOpset13) {
   auto back = compile(import_onnx_bytes(export_onnx_qdq_bytes(qb.graph), {}, "opset13"), true);
   auto in = synthetic_inputs(fp32->graph(), 3);
   EXPECT_GT(cosine(qb.model->run(in)[0], back->run(in)[0]), 0.999);
+}
+
+// Sub-byte QDQ, out and back in, in both of the export's forms: the default one ONNX Runtime 1.30
+// runs (INT4 weights, u8 QuantizeLinear + Clip to 15 / 3 for the activations: QCDQ) and the exact
+// one (opset 25: INT2 weights, UINT4 / UINT2 activations). lowbit reads either into the same
+// QConv nodes with packed i4 / i2 weights and u4 / u2 codes, and the two give the same bytes; the
+// ONNX semantics of the exact file (run unfused) agree with its fused form.
+TEST(Qdq, SubbyteExportsReimportInBothFormsToTheSameCodes) {
+  auto fp32 = compile(fp32_net(), true);
+  CompileOptions o;
+  o.threads = 2;
+  for (const char* prec : {"w4a4", "w2a2"}) {
+    SCOPED_TRACE(prec);
+    QuantizeOptions q;
+    q.synthetic_samples = 4;
+    q.precision = parse_precision(prec);
+    q.keep_8bit = parse_keep_8bit("none");  // every conv at the sub-byte width
+    QuantizedBuild qb = build_quantized(*fp32, o, q, SlowPolicy::allow);
+    const DType wcode = q.precision.weight, acode = q.precision.act;
+    QdqExportOptions exact;
+    exact.exact_subbyte_types = true;
+    const std::string def_bytes = export_onnx_qdq_bytes(qb.graph), exact_bytes = export_onnx_qdq_bytes(qb.graph, exact);
+    onnx::ModelProto m;
+    ASSERT_TRUE(m.ParseFromString(exact_bytes));
+    EXPECT_EQ(m.opset_import(0).version(), 25);
+    int typed_w = 0, typed_zp = 0;
+    for (const onnx::TensorProto& t : m.graph().initializer()) {
+      typed_w += t.data_type() == (wcode == DType::i2 ? kOnnxInt2 : kOnnxInt4) && t.dims_size() == 4;
+      typed_zp += t.data_type() == (acode == DType::u2 ? kOnnxUint2 : kOnnxUint4);
+    }
+    EXPECT_GE(typed_w, 3);
+    EXPECT_GE(typed_zp, 1);
+    auto via_default = compile(import_onnx_bytes(def_bytes, {}, "qcdq"), true);
+    auto via_exact = compile(import_onnx_bytes(exact_bytes, {}, "exact"), true);
+    auto unfused = compile(import_onnx_bytes(exact_bytes, {}, "exact-unfused"), false);
+    for (const auto* back : {via_default.get(), via_exact.get()}) {
+      int sub = 0, narrow_out = 0;
+      for (const Node& n : back->graph().nodes)
+        if (n.op == "QConv") {
+          sub += code_dtype(back->graph().value(n.inputs[1])) == wcode &&
+                 back->graph().value(n.inputs[1]).dtype == wcode;  // packed
+          // (the residual conv's output is 8-bit in QDQ: its Add requantizes)
+          narrow_out += code_dtype(back->graph().value(n.outputs[0])) == acode;
+        }
+      EXPECT_EQ(sub, 3);
+      EXPECT_GE(narrow_out, 2);
+    }
+    for (uint64_t seed = 70; seed < 72; ++seed) {
+      auto in = synthetic_inputs(fp32->graph(), seed);
+      const Tensor d = via_default->run(in)[0], e = via_exact->run(in)[0];
+      ASSERT_EQ(std::memcmp(d.raw(), e.raw(), static_cast<size_t>(d.nbytes())), 0);
+      EXPECT_GT(cosine(unfused->run(in)[0], e), 0.999);
+      EXPECT_GT(cosine(qb.model->run(in)[0], e), 0.95);  // QDQ requantizes the residual path once more
+    }
+  }
+}
+
+// ONNX INT2 / UINT2 (opset 25): four values per byte, element 0 in the lowest bits.
+TEST(Qdq, Int2TensorsArePackedLowBitsFirst) {
+  onnx::TensorProto t;
+  t.set_name("w");
+  t.set_data_type(kOnnxInt2);
+  t.add_dims(5);
+  const char raw[2] = {static_cast<char>(0b01'10'11'00), static_cast<char>(0b00'00'00'01)};  // 0 -1 -2 1 | 1
+  t.set_raw_data(raw, 2);
+  Tensor r = tensor_from_onnx(t);
+  ASSERT_EQ(r.dtype(), DType::i2);
+  const int want[5] = {0, -1, -2, 1, 1};
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(load_code(r.raw(), DType::i2, i), want[i]) << i;
+  t.set_data_type(kOnnxUint2);
+  r = tensor_from_onnx(t);
+  ASSERT_EQ(r.dtype(), DType::u2);
+  const int want_u[5] = {0, 3, 2, 1, 1};
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(load_code(r.raw(), DType::u2, i), want_u[i]) << i;
 }

@@ -61,6 +61,7 @@ void register_export(CLI::App& app) {
   struct Opts {
     ModelOptions m;
     std::string out;
+    bool exact_types = false;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("export-onnx",
@@ -68,6 +69,9 @@ void register_export(CLI::App& app) {
                                  "model (an .lbm artifact, or MODEL with --precision int8) in QDQ form");
   add_model_options(*cmd, o->m);
   cmd->add_option("-o,--output", o->out, "output .onnx path")->required();
+  cmd->add_flag("--exact-subbyte-types", o->exact_types,
+                "sub-byte codes in their own ONNX types (opset 25: INT2 weights, UINT4 / UINT2 activations) instead "
+                "of the form ONNX Runtime 1.30 runs (INT4 weights, QuantizeLinear + Clip activations)");
   cmd->callback([o] {
 #if !defined(LOWBIT_HAS_ONNX)
     throw Error("export-onnx: this lowbit was built without ONNX support (LOWBIT_WITH_ONNX=OFF)");
@@ -86,7 +90,9 @@ void register_export(CLI::App& app) {
     for (const Node& n : b.graph.nodes)
       quantized |= lowbit_quantized(n.op) ||
                    (n.op == "BinaryConv" && b.graph.value(n.inputs[0]).dtype == DType::u8);
-    if (quantized) export_onnx_qdq(b.graph, o->out);
+    QdqExportOptions qo;
+    qo.exact_subbyte_types = o->exact_types;
+    if (quantized) export_onnx_qdq(b.graph, o->out, qo);
     else export_onnx(b.graph, o->out);
     std::string what = "fp32";
     if (quantized) {
@@ -94,8 +100,12 @@ void register_export(CLI::App& app) {
       bool w4 = false, a4 = false;
       for (const Value& v : b.graph.values)
         if (v.quant && bit_width(code_dtype(v)) < 8 && code_dtype(v) != DType::b1) (v.constant ? w4 : a4) = true;
-      if (w4) what += ", INT4 weights (opset 21)";
-      if (a4) what += ", activations below 8 bits as QuantizeLinear + Clip (QCDQ)";
+      if (o->exact_types && (w4 || a4)) {
+        what += ", sub-byte codes in their ONNX types (INT4 / INT2 weights, UINT4 / UINT2 activations; opset 25)";
+      } else {
+        if (w4) what += ", INT4 weights (opset 21)";
+        if (a4) what += ", activations below 8 bits as QuantizeLinear + Clip (QCDQ)";
+      }
     }
     std::printf("wrote %s (%s)\n", o->out.c_str(), what.c_str());
 #endif

@@ -116,10 +116,16 @@ void infer_unary_numeric(InferContext& c) {
 }
 
 void infer_clip(InferContext& c) {
-  check_input_dtypes(c, {{"input", kF32}, {"min", kF32}, {"max", kF32}});
-  if (c.has_input(1)) require_scalar(c, 1, "min");
-  if (c.has_input(2)) require_scalar(c, 2, "max");
-  c.set_output(0, DType::f32, c.shape(0));
+  // Integers too (ONNX Clip-12): u8 codes clipped to a narrower code range are how QDQ models spell
+  // 4- and 2-bit activations in 8-bit storage (QuantizeLinear -> Clip -> DequantizeLinear, QCDQ).
+  check_input_dtypes(c, {{"input", kF32 | kU8 | kI8 | kI32}, {"min", kF32 | kU8 | kI8 | kI32},
+                         {"max", kF32 | kU8 | kI8 | kI32}});
+  for (size_t i = 1; i < 3; ++i)
+    if (c.has_input(i)) {
+      require_scalar(c, i, i == 1 ? "min" : "max");
+      require_same_dtype(c, 0, i);
+    }
+  c.set_output(0, c.dtype(0), c.shape(0));
 }
 
 void infer_softmax(InferContext& c) {

@@ -1,6 +1,8 @@
 // Schemas of the quantized ops: lowbit's internal QConv / QGemm / QAdd (quantization parameters
 // on the Values, see kernels/qu8-gemm/README.md) and ONNX's QuantizeLinear, DequantizeLinear,
 // QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger.
+#include <optional>
+
 #include "lowbit/ir/codes.h"
 #include "lowbit/ir/infer_helpers.h"
 #include "lowbit/ir/op_params.h"
@@ -205,21 +207,45 @@ void check_scale_zp(const InferContext& c, size_t scale_i, size_t zp_i, const Sh
                                       shape_str(s));
 }
 
+// The ONNX integer element types QuantizeLinear writes and DequantizeLinear reads: 8-bit, INT4 /
+// UINT4 (opset 21) and INT2 / UINT2 (opset 25), the last four packed as lowbit stores them.
+constexpr DTypeSet kQdqInts = kU8 | kI8 | dtype_bit(DType::i4) | dtype_bit(DType::u4) | dtype_bit(DType::i2) |
+                              dtype_bit(DType::u2);
+
+// TensorProto.DataType numbers of output_dtype (opset 21) for those types.
+std::optional<DType> qdq_output_dtype(int64_t od) {
+  switch (od) {
+    case 2: return DType::u8;
+    case 3: return DType::i8;
+    case 21: return DType::u4;
+    case 22: return DType::i4;
+    case 25: return DType::u2;
+    case 26: return DType::i2;
+    default: return std::nullopt;
+  }
+}
+
 void infer_quantize_linear(InferContext& c) {
-  check_input_dtypes(c, {{"x", kF32 | kI32}, {"y_scale", kF32}, {"y_zero_point", kU8 | kI8}});
+  check_input_dtypes(c, {{"x", kF32 | kI32}, {"y_scale", kF32}, {"y_zero_point", kQdqInts}});
   check_scale_zp(c, 1, 2, c.shape(0), c.attrs().get_int("axis", 1));
-  // Opset 21's output_dtype (an ONNX TensorProto type: 2 = UINT8, 3 = INT8) must agree with the zero point.
+  // Opset 23's precision (the intermediate type of x / scale) other than x's own is not lowbit's.
+  c.require(c.attrs().get_int("precision", 0) == 0,
+            "precision " + std::to_string(c.attrs().get_int("precision", 0)) +
+                ": lowbit divides in float, the precision of its f32 input");
+  // Opset 21's output_dtype (an ONNX TensorProto type) must agree with the zero point.
   const int64_t od = c.attrs().get_int("output_dtype", 0);
-  const DType out = c.has_input(2) ? c.dtype(2) : od == 3 ? DType::i8 : DType::u8;
-  c.require(od == 0 || (od == 2 && out == DType::u8) || (od == 3 && out == DType::i8),
-            "output_dtype " + std::to_string(od) + " is not supported here (lowbit quantizes activations to u8 / i8)");
+  const std::optional<DType> odt = od ? qdq_output_dtype(od) : std::optional<DType>(DType::u8);
+  c.require(odt.has_value(), "output_dtype " + std::to_string(od) +
+                                 " is not supported (lowbit quantizes to UINT8, INT8, UINT4, INT4, UINT2, INT2)");
+  const DType out = c.has_input(2) ? c.dtype(2) : *odt;
+  c.require(od == 0 || out == *odt, "output_dtype " + std::to_string(od) + " disagrees with the zero point's " +
+                                        dtype_name(out));
   c.set_output(0, out, c.shape(0));
 }
 
 void infer_dequantize_linear(InferContext& c) {
-  // INT4 / UINT4 (ONNX opset 21, packed two per byte) as well: sub-byte QDQ weights.
-  constexpr DTypeSet k4 = dtype_bit(DType::i4) | dtype_bit(DType::u4);
-  check_input_dtypes(c, {{"x", kU8 | kI8 | kI32 | k4}, {"x_scale", kF32}, {"x_zero_point", kU8 | kI8 | kI32 | k4}});
+  // INT4 / UINT4 (opset 21) and INT2 / UINT2 (opset 25), packed: sub-byte QDQ weights and activations.
+  check_input_dtypes(c, {{"x", kQdqInts | kI32}, {"x_scale", kF32}, {"x_zero_point", kQdqInts | kI32}});
   if (c.has_input(2)) require_same_dtype(c, 0, 2);
   check_scale_zp(c, 1, 2, c.shape(0), c.attrs().get_int("axis", 1));
   c.set_output(0, DType::f32, c.shape(0));
@@ -314,9 +340,10 @@ const bool kRegistered = [] {
   SchemaRegistrar({.op = "QLut", .min_inputs = 2, .max_inputs = 4, .infer = infer_qlut, .lowbit_quantized = true,
                    .signatures = "X u8 (codes u8|u4|u2), T u8 [256] (constant), the op's constants f32 -> Y u8"});
   SchemaRegistrar({.op = "QuantizeLinear", .min_inputs = 2, .max_inputs = 3, .infer = infer_quantize_linear,
-                   .signatures = "X f32|i32, scale f32, zero point u8|i8 -> Y u8|i8 (codes u8|u4|u2 in u8)"});
+                   .signatures = "X f32|i32, scale f32, zero point u8|i8|u4|i4|u2|i2 -> Y of the zero point's type "
+                                 "(codes u8|u4|u2 in u8 for lowbit's own activations)"});
   SchemaRegistrar({.op = "DequantizeLinear", .min_inputs = 2, .max_inputs = 3, .infer = infer_dequantize_linear,
-                   .signatures = "X u8|i8|i32|u4|i4, scale f32, zero point -> Y f32"});
+                   .signatures = "X u8|i8|i32|u4|i4|u2|i2, scale f32, zero point -> Y f32"});
   SchemaRegistrar({.op = "QLinearConv", .min_inputs = 8, .max_inputs = 9, .infer = infer_qlinear_conv});
   SchemaRegistrar({.op = "QLinearMatMul", .min_inputs = 8, .max_inputs = 8, .infer = infer_qlinear_matmul});
   SchemaRegistrar({.op = "ConvInteger", .min_inputs = 2, .max_inputs = 4, .infer = infer_conv_integer});

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include "lowbit/ir/codes.h"
@@ -57,6 +58,7 @@ class QdqFuser {
       val.shape = p.shape;
       val.shape_known = p.shape_known;
     }
+    fold_code_clips();
     flip_i8_activations();
     sink_dequantize();
     remove_requantize();
@@ -140,6 +142,12 @@ class QdqFuser {
     q.zero_point = {p.zp[0]};
     return q;
   }
+  // The same for activation v, with the narrower codes it had before its storage became u8.
+  QuantParams act_quant(const Params& p, ValueId v) const {
+    QuantParams q = per_tensor(p);
+    if (auto it = codes_.find(v); it != codes_.end()) q.code = it->second;
+    return q;
+  }
 
   // ---- 1. i8 activations -> u8 ----
 
@@ -156,13 +164,58 @@ class QdqFuser {
     return -1;
   }
 
+  // QuantizeLinear to u8 -> Clip(0, 2^b - 1) on the codes: a b-bit activation in 8-bit storage
+  // (QCDQ, as Brevitas and lowbit's own default export write 4- and 2-bit activations). The Clip
+  // goes and the QuantizeLinear writes its output directly, with u4 / u2 codes that it clamps to:
+  // the same codes.
+  void fold_code_clips() {
+    refresh();
+    std::vector<char> drop(g_.nodes.size(), 0);
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      Node& clip = g_.nodes[i];
+      if (clip.op != "Clip" || clip.inputs.size() < 3) continue;
+      const Node* qc = producer(clip.inputs[0]);
+      if (!qc || qc->op != "QuantizeLinear" || g_.value(qc->outputs[0]).dtype != DType::u8) continue;
+      if (is_output(qc->outputs[0]) || users(qc->outputs[0]).size() != 1) continue;
+      const Tensor *lo = cst(clip.inputs[1]), *hi = cst(clip.inputs[2]);
+      if (!lo || !hi || lo->dtype() != DType::u8 || hi->dtype() != DType::u8 || lo->numel() != 1 || hi->numel() != 1)
+        continue;
+      const int64_t l = read_int(*lo, 0), h = read_int(*hi, 0);
+      const DType code = h == 15 ? DType::u4 : h == 3 ? DType::u2 : DType::u8;
+      if (l != 0 || code == DType::u8) continue;
+      Node& q = g_.nodes[static_cast<size_t>(index_of(qc))];
+      const ValueId y = clip.outputs[0];
+      q.outputs[0] = y;
+      drop[i] = 1;
+      codes_[y] = code;
+      try {
+        const Params p = node_params(q, 1, 2, q.inputs[0]);
+        if (p.scale.size() == 1) g_.value(y).quant = act_quant(p, y);
+      } catch (const Fail&) {
+      }
+      ++st_.rewrites;
+    }
+    std::vector<Node> kept;
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      if (!drop[i]) kept.push_back(std::move(g_.nodes[i]));
+    g_.nodes = std::move(kept);
+  }
+
+  // Activations quantized to i8, or to 4- / 2-bit codes (INT4 / UINT4 / INT2 / UINT2, opset 21 /
+  // 25), become u8 storage: signed codes shift by 2^(b - 1) with their zero points (as i8 -> u8 by
+  // 128), and the narrower ones keep their width as the value's code dtype (u4 / u2 in u8), which
+  // lowbit's kernels clamp to.
   void flip_i8_activations() {
     refresh();
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const int zo = zp_output_for(g_.nodes[i]);
       if (zo < 0) continue;
       ValueId y = g_.nodes[i].outputs[0];
-      if (g_.value(y).dtype != DType::i8 || is_output(y)) continue;
+      const DType from = g_.value(y).dtype;
+      if (from == DType::u8 || !is_code_dtype(from) || from == DType::b1 || from == DType::u1 || is_output(y)) continue;
+      const int bits = bit_width(from);
+      const int32_t shift = dtype_info(from).is_signed ? 1 << (bits - 1) : 0;
+      const DType code = bits == 4 ? DType::u4 : bits == 2 ? DType::u2 : DType::u8;
       // Every reader must take the zero point as a constant scalar we can shift by 128.
       std::vector<std::pair<NodeId, int>> zps{{static_cast<NodeId>(i), zo}};
       bool ok = true;
@@ -177,15 +230,27 @@ class QdqFuser {
       }
       for (auto [n, zi] : zps) {
         const Tensor* z = cst(Graph::input_or_none(g_.nodes[static_cast<size_t>(n)], static_cast<size_t>(zi)));
-        if (!z || z->numel() != 1 || z->dtype() != DType::i8) ok = false;
+        if (!z || z->numel() != 1 || z->dtype() != from) ok = false;
       }
       if (!ok) continue;
       for (auto [n, zi] : zps) {
         Node& u = g_.nodes[static_cast<size_t>(n)];
-        const int32_t z = static_cast<int32_t>(read_int(*cst(u.inputs[static_cast<size_t>(zi)]), 0)) + 128;
+        const int32_t z = static_cast<int32_t>(read_int(*cst(u.inputs[static_cast<size_t>(zi)]), 0)) + shift;
         u.inputs[static_cast<size_t>(zi)] = int_const(DType::u8, {}, {z}, u.name + "_zero_point_u8");
       }
       g_.value(y).dtype = DType::u8;
+      if (code != DType::u8) {
+        codes_[y] = code;
+        // A QuantizeLinear left in the graph (one no fusion absorbs) clamps to the value's codes.
+        const Node& qn = g_.nodes[i];
+        try {
+          if (qn.op == "QuantizeLinear") {
+            const Params p = node_params(qn, 1, 2, qn.inputs[0]);
+            if (p.scale.size() == 1) g_.value(y).quant = act_quant(p, y);
+          }
+        } catch (const Fail&) {
+        }
+      }
       ++st_.rewrites;
     }
   }
@@ -223,7 +288,8 @@ class QdqFuser {
         ValueId q = d->inputs[0];
         const std::string base = g_.value(y).name;
         ValueId yq = g_.add_value(g_.unique_name(base + "_q"), DType::u8, g_.value(y).shape, g_.value(y).shape_known);
-        g_.value(yq).quant = per_tensor(*p);
+        g_.value(yq).quant = act_quant(*p, q);
+        if (auto it = codes_.find(q); it != codes_.end()) codes_[yq] = it->second;
         std::vector<ValueId> dq_in = d->inputs;
         dq_in[0] = yq;
         n.inputs[0] = q;
@@ -286,7 +352,7 @@ class QdqFuser {
                  " and could not be converted to u8 (a reader other than DequantizeLinear / QLinear* uses it)"};
     Params p = node_params(*d, 1, 2, q);
     if (p.scale.size() != 1) throw Fail{std::string(what) + " is quantized per channel; lowbit needs per tensor"};
-    return check_quant({q, per_tensor(p)}, what);
+    return check_quant({q, act_quant(p, q)}, what);
   }
 
   QuantSet check_quant(QuantSet s, const char* what) const {
@@ -305,12 +371,14 @@ class QdqFuser {
     Tensor w;
     QuantParams q;
   };
-  // INT4 / UINT4 weights (opset 21) become i4 codes, stored packed: the native sub-byte form.
+  // INT4 / UINT4 (opset 21) and INT2 / UINT2 (opset 25) weights become i4 / i2 codes, stored
+  // packed: the native sub-byte form.
   Weights weights_from(const Tensor& data, const Params& p, int64_t channel_axis) const {
     const DType dt = data.dtype();
-    if (dt != DType::i8 && dt != DType::u8 && dt != DType::i4 && dt != DType::u4)
-      throw Fail{std::string("weights are ") + dtype_name(dt) + ", not 8- or 4-bit"};
-    const bool four = dt == DType::i4 || dt == DType::u4;
+    const int bits = is_code_dtype(dt) ? bit_width(dt) : 0;
+    if (bits != 8 && bits != 4 && bits != 2)
+      throw Fail{std::string("weights are ") + dtype_name(dt) + ", not 8-, 4- or 2-bit integers"};
+    const DType code = bits == 4 ? DType::i4 : bits == 2 ? DType::i2 : DType::i8;
     const Shape& s = data.shape();
     const bool transpose = channel_axis == 1;
     if (transpose && s.size() != 2) throw Fail{"weights must be 2-D"};
@@ -326,16 +394,25 @@ class QdqFuser {
       for (int64_t k = 0; k < K; ++k) {
         const int64_t src = transpose ? k * M + m : m * K + k;
         const int64_t v = read_int(data, src) - z;
-        const int64_t lo = four ? -8 : -128, hi = four ? 7 : 127;
+        const int64_t lo = dtype_info(code).qmin, hi = dtype_info(code).qmax;
         if (v < lo || v > hi)
-          throw Fail{"weights: zero point " + std::to_string(z) + " leaves values outside " + (four ? "i4" : "i8") +
+          throw Fail{"weights: zero point " + std::to_string(z) + " leaves values outside " + dtype_name(code) +
                      " (" + std::to_string(v) + "); lowbit's weights are symmetric"};
         r.w.data<int8_t>()[m * K + k] = static_cast<int8_t>(v);
       }
     }
-    if (four) {
-      r.w = convert_codes(r.w, DType::i4);
-      r.q.code = DType::i4;
+    if (code != DType::i8) {
+      // INT4 weights whose codes all lie in [-2, 1] are 2-bit codes (lowbit's default export writes
+      // 2-bit weights as INT4, the form ONNX Runtime 1.30 runs): stored as i2, losslessly.
+      DType narrowest = code;
+      if (code == DType::i4) {
+        narrowest = DType::i2;
+        for (int64_t i = 0; i < r.w.numel(); ++i)
+          if (r.w.data<int8_t>()[i] < dtype_info(DType::i2).qmin || r.w.data<int8_t>()[i] > dtype_info(DType::i2).qmax)
+            narrowest = DType::i4;
+      }
+      r.w = convert_codes(r.w, narrowest);
+      r.q.code = narrowest;
     }
     if (p.scale.size() == 1) {
       r.q.scale = {p.scale[0]};
@@ -416,7 +493,7 @@ class QdqFuser {
       if (p.scale.size() != 1) throw Fail{"output is quantized per channel; lowbit needs per tensor"};
       t.absorbed.push_back(index_of(u));
       t.out = o;
-      t.q = per_tensor(p);
+      t.q = act_quant(p, o);
       t.quantized = true;
       return t;
     }
@@ -616,6 +693,7 @@ class QdqFuser {
   std::vector<char> erase_;
   std::vector<Node> added_;
   std::vector<QuantSet> pending_;
+  std::map<ValueId, DType> codes_;  // activations stored as u8 whose codes are narrower (flip)
 };
 
 bool verbose_qdq() {

@@ -48,6 +48,8 @@ int onnx_elem_type(DType t, const std::string& what) {
     // two per byte, element 0 in the low nibble: lowbit's i4 / u4 storage exactly.
     case DType::u4: return kOnnxUint4;
     case DType::i4: return kOnnxInt4;
+    case DType::u2: return kOnnxUint2;  // opset 25
+    case DType::i2: return kOnnxInt2;
     default:
       throw Error(what + ": dtype " + dtype_name(t) + " has no ONNX opset-" + std::to_string(kExportOnnxOpset) +
                   " equivalent");

@@ -9,9 +9,10 @@
 namespace lowbit {
 
 constexpr int kExportOnnxOpset = 13;
-// Models with 4-bit weights: DequantizeLinear of INT4 needs opset 21.
+// Models with 4-bit weights: DequantizeLinear of INT4 needs opset 21 (IR 10); INT2 / UINT2 need
+// opset 25 (IR 13).
 constexpr int kExportOnnxOpsetInt4 = 21;
-
+constexpr int kExportOnnxOpsetInt2 = 25;
 
 // Serialises `g` as an ONNX ModelProto; throws lowbit::Error naming the offending node/value.
 std::string export_onnx_bytes(const Graph& g);

@@ -32,7 +32,7 @@ bool is_u8_pass_through(const std::string& op) {
 
 class QdqExporter {
  public:
-  explicit QdqExporter(const Graph& g) : g_(g) {}
+  QdqExporter(const Graph& g, const QdqExportOptions& o) : g_(g), o_(o) {}
 
   std::string run() {
     onnx::ModelProto model;
@@ -43,11 +43,17 @@ class QdqExporter {
     // Sub-byte weights are written as INT4 (2-bit codes too: they fit, and ONNX Runtime's CPU
     // DequantizeLinear has INT4 but no INT2), which needs opset 21; the other ops used here mean
     // the same at 13 and 21.
-    bool int4 = false;
-    for (const Value& v : g_.values)  // b1 weights of BinaryConv are written as +-alpha floats
-      int4 |= v.constant && v.quant && bit_width(code_dtype(v)) < 8 && code_dtype(v) != DType::b1;
-    opset->set_version(int4 ? kExportOnnxOpsetInt4 : kExportOnnxOpset);
+    // With exact_subbyte_types every code keeps its own type: INT2 weights, UINT4 / UINT2
+    // activations, which need opset 25 (IR 13).
+    bool int4 = false, exact = false;
+    for (const Value& v : g_.values) {  // b1 weights of BinaryConv are written as +-alpha floats
+      const bool sub = v.quant && bit_width(code_dtype(v)) < 8 && code_dtype(v) != DType::b1;
+      int4 |= sub && v.constant;
+      exact |= sub && o_.exact_subbyte_types;
+    }
+    opset->set_version(exact ? kExportOnnxOpsetInt2 : int4 ? kExportOnnxOpsetInt4 : kExportOnnxOpset);
     if (int4) model.set_ir_version(10);  // IR 10 introduced the 4-bit types
+    if (exact) model.set_ir_version(13);  // IR 13 the 2-bit ones
     gp_ = model.mutable_graph();
     gp_->set_name(g_.name.empty() ? "lowbit" : g_.name);
     for (const Value& v : g_.values) used_.insert(v.name);
@@ -85,7 +91,9 @@ class QdqExporter {
         case DType::i8: t.data<int8_t>()[i] = static_cast<int8_t>(v[i]); break;
         case DType::i32: t.data<int32_t>()[i] = static_cast<int32_t>(v[i]); break;
         case DType::i64: t.data<int64_t>()[i] = static_cast<int64_t>(v[i]); break;
-        case DType::i4: store_code(t.raw(), DType::i4, static_cast<int64_t>(i), static_cast<int32_t>(v[i])); break;
+        case DType::i4: case DType::u4: case DType::i2: case DType::u2:
+          store_code(t.raw(), dt, static_cast<int64_t>(i), static_cast<int32_t>(v[i]));
+          break;
         default: throw Error("internal: vec_init dtype");
       }
     }
@@ -143,8 +151,14 @@ class QdqExporter {
     return *val.quant;
   }
 
+  // The ONNX type of an activation's codes: UINT8, or its own UINT4 / UINT2 under exact_subbyte_types.
+  DType act_type(const QuantParams& q) const {
+    const DType code = q.code.value_or(DType::u8);
+    return o_.exact_subbyte_types && (code == DType::u4 || code == DType::u2) ? code : DType::u8;
+  }
+
   std::pair<std::string, std::string> scale_zp(const QuantParams& q, DType dt) {
-    auto key = std::make_pair(q.scale[0], q.zero_point[0] + (dt == DType::i8 ? 1000 : 0));
+    auto key = std::make_pair(q.scale[0], q.zero_point[0] + 1000 * static_cast<int>(dt));
     auto it = sz_cache_.find(key);
     if (it != sz_cache_.end()) return it->second;
     auto r = std::make_pair(vec_init("scale", DType::f32, std::vector<float>{q.scale[0]}, true),
@@ -157,7 +171,7 @@ class QdqExporter {
     const Value& val = g_.value(v);
     if (val.dtype != DType::u8) return name(v);
     const QuantParams& q = quant(g_, n, v);
-    auto [s, z] = scale_zp(q, DType::u8);
+    auto [s, z] = scale_zp(q, act_type(q));
     std::string out = fresh(val.name + "_dq");
     node("DequantizeLinear", val.name + "_dequantize", {name(v), s, z}, {out});
     return out;
@@ -166,9 +180,9 @@ class QdqExporter {
   // range with a Clip on the u8 codes: QCDQ, the standard-ONNX spelling of n-bit codes in 8-bit
   // storage (Brevitas writes the same), which every runtime runs as it is.
   std::string q(const std::string& src, const QuantParams& qp, const std::string& out, const std::string& base) {
-    auto [s, z] = scale_zp(qp, DType::u8);
+    auto [s, z] = scale_zp(qp, act_type(qp));
     const DType code = qp.code.value_or(DType::u8);
-    if (code == DType::u8) {
+    if (code == DType::u8 || act_type(qp) == code) {  // UINT8, or (exact types) UINT4 / UINT2 itself
       node("QuantizeLinear", base, {src, s, z}, {out});
       return out;
     }
@@ -193,9 +207,11 @@ class QdqExporter {
     if (!wv.constant || !storage_ok) throw Error("node " + n.label() + ": weights must be constant i8, i4 or i2");
     const QuantParams& qw = quant(g_, n, w);
     const bool per_channel = qw.scale.size() > 1;
-    std::string data = sub ? initializer(wv.name, convert_codes(*wv.constant, DType::i4)) : name(w);
+    // Sub-byte codes as INT4, or (exact types) as INT4 / INT2 by their width.
+    const DType wt = !sub ? DType::i8 : o_.exact_subbyte_types && code_dtype(wv) == DType::i2 ? DType::i2 : DType::i4;
+    std::string data = sub ? initializer(wv.name, convert_codes(*wv.constant, wt)) : name(w);
     std::string s = vec_init(wv.name + "_scale", DType::f32, qw.scale, !per_channel);
-    std::string z = vec_init(wv.name + "_zero_point", sub ? DType::i4 : DType::i8, qw.zero_point, !per_channel);
+    std::string z = vec_init(wv.name + "_zero_point", wt, qw.zero_point, !per_channel);
     std::string out = fresh(wv.name + "_dq");
     auto* p = node("DequantizeLinear", wv.name + "_dequantize", {data, s, z}, {out});
     if (per_channel) attr_int(p, "axis", 0);
@@ -272,12 +288,27 @@ class QdqExporter {
     if (n.op == "QLut") return emit_qlut(n);
     if (n.op == "QMul") return emit_qmul(n);
     const bool u8_in = !n.inputs.empty() && n.inputs[0] != kNoValue && g_.value(n.inputs[0]).dtype == DType::u8;
-    // Averaging ops as DQ -> the fp32 op -> Q (ONNX Runtime's int8 averages round otherwise).
-    if (u8_in && quant_passthrough(n.op) == QuantPassthrough::averages) {
+    // Averaging ops as DQ -> the fp32 op -> Q (ONNX Runtime's int8 averages round otherwise); so
+    // are the ops that move or select codes when those are UINT4 / UINT2 (ONNX's MaxPool takes
+    // neither; on pure data movement DQ -> op -> Q gives the same codes).
+    const bool narrow_in = u8_in && g_.value(n.inputs[0]).quant && act_type(*g_.value(n.inputs[0]).quant) != DType::u8;
+    if (u8_in && (quant_passthrough(n.op) == QuantPassthrough::averages || (narrow_in && is_u8_pass_through(n.op)))) {
       std::string x = dq(n.inputs[0], n);
       std::string t = fresh(n.name + "_f32");
       copy_attrs(node(n.op, n.name, {x}, {t}), n);
       q(t, quant(g_, n, n.outputs[0]), name(n.outputs[0]), n.name + "_quantize");
+      return;
+    }
+    // lowbit's own QuantizeLinear / DequantizeLinear of narrower codes: in their ONNX types when
+    // exact_subbyte_types asks for them (and through q()'s Clip otherwise).
+    if (n.op == "QuantizeLinear" && g_.value(n.outputs[0]).quant) {
+      q(name(n.inputs[0]), quant(g_, n, n.outputs[0]), name(n.outputs[0]), n.name);
+      return;
+    }
+    if (n.op == "DequantizeLinear" && u8_in && g_.value(n.inputs[0]).quant &&
+        act_type(*g_.value(n.inputs[0]).quant) != DType::u8) {
+      const std::string x = dq(n.inputs[0], n);
+      node("Identity", n.name, {x}, {name(n.outputs[0])});
       return;
     }
     if (u8_in && !is_u8_pass_through(n.op) && n.op != "DequantizeLinear")
@@ -471,6 +502,7 @@ class QdqExporter {
   }
 
   const Graph& g_;
+  QdqExportOptions o_;
   onnx::GraphProto* gp_ = nullptr;
   std::set<std::string> used_;
   std::map<ValueId, std::string> const_names_;
@@ -479,10 +511,10 @@ class QdqExporter {
 
 }  // namespace
 
-std::string export_onnx_qdq_bytes(const Graph& g) { return QdqExporter(g).run(); }
+std::string export_onnx_qdq_bytes(const Graph& g, const QdqExportOptions& o) { return QdqExporter(g, o).run(); }
 
-void export_onnx_qdq(const Graph& g, const std::string& path) {
-  std::string bytes = export_onnx_qdq_bytes(g);
+void export_onnx_qdq(const Graph& g, const std::string& path, const QdqExportOptions& o) {
+  std::string bytes = export_onnx_qdq_bytes(g, o);
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) throw Error("cannot open '" + path + "' for writing");
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

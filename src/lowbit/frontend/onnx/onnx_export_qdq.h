@@ -17,7 +17,15 @@ namespace lowbit {
 // `g` is a quantized graph as quantize_graph / build_quantized / an .lbm artifact holds it
 // (before compile's passes; fp32 nodes with fused epilogues are expanded too). Throws
 // lowbit::Error naming the node that has no QDQ form.
-std::string export_onnx_qdq_bytes(const Graph& g);
-void export_onnx_qdq(const Graph& g, const std::string& path);
+//
+// Sub-byte codes, by default, in the form ONNX Runtime 1.30 runs: 4- and 2-bit weights as INT4
+// (opset 21), 4- and 2-bit activations as QuantizeLinear to UINT8 then Clip to their code range.
+// exact_subbyte_types: each code in its own ONNX type instead (opset 25, IR 13): INT2 weights,
+// and activations quantized to UINT4 / UINT2 and dequantized from them; lowbit imports either.
+struct QdqExportOptions {
+  bool exact_subbyte_types = false;
+};
+std::string export_onnx_qdq_bytes(const Graph& g, const QdqExportOptions& o = {});
+void export_onnx_qdq(const Graph& g, const std::string& path, const QdqExportOptions& o = {});
 
 }  // namespace lowbit

@@ -10,9 +10,12 @@
 namespace lowbit {
 
 constexpr int kMinOnnxOpset = 9;
-// 21: INT4 / UINT4 QDQ (sub-byte weights). The ops whose form changed in 18-21 are either read in
-// both forms (Reduce* axes as attribute or input) or refused with a reason (blocked Q / DQ).
-constexpr int kMaxOnnxOpset = 21;
+// 21: INT4 / UINT4 QDQ (sub-byte weights); 25: INT2 / UINT2. The ops whose form changed in 18-21
+// are either read in both forms (Reduce* axes as attribute or input) or refused with a reason
+// (blocked Q / DQ); 22-25 added element types (bfloat16, the float8 / float4 families, 2-bit
+// integers) to ops whose semantics stay the same for the types lowbit reads, and attributes that
+// are refused where set to anything but their default (QuantizeLinear's precision, opset 23).
+constexpr int kMaxOnnxOpset = 25;
 
 // `input_shapes` fixes the shapes of graph inputs by name (the CLI's --input-shape); it must name
 // real inputs and match their rank. Throws lowbit::Error naming the file/node and the reason.

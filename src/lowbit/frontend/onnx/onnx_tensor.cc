@@ -69,6 +69,8 @@ std::optional<DType> dtype_from_onnx(int elem_type) {
     case TP::BOOL: return DType::boolean;
     case kOnnxUint4: return DType::u4;  // opset 21; Debian's libonnx predates the enum values
     case kOnnxInt4: return DType::i4;
+    case kOnnxUint2: return DType::u2;  // opset 25
+    case kOnnxInt2: return DType::i2;
     default: return std::nullopt;
   }
 }
@@ -103,17 +105,19 @@ Tensor tensor_from_onnx(const TP& t) {
   Tensor r(out, shape);
   const int64_t n = r.numel();
 
-  if (out == DType::i4 || out == DType::u4) {
-    // Packed two per byte, element 0 in the low nibble: lowbit's own i4 / u4 storage.
+  if (is_subbyte(out)) {
+    // Packed two (4-bit) or four (2-bit) per byte, element 0 in the lowest bits: lowbit's own
+    // i4 / u4 / i2 / u2 storage.
     if (!t.has_raw_data())
-      throw Error(tensor_label(t) + " (" + onnx_dtype_name(dt) + ") keeps its values in int32_data; lowbit reads 4-bit "
-                  "tensors from raw_data only");
+      throw Error(tensor_label(t) + " (" + onnx_dtype_name(dt) + ") keeps its values in int32_data; lowbit reads " +
+                  std::to_string(bit_width(out)) + "-bit tensors from raw_data only");
     const int64_t want = r.nbytes();
     if (static_cast<int64_t>(t.raw_data().size()) != want)
       throw Error(tensor_label(t) + " (" + onnx_dtype_name(dt) + ", shape " + shape_str(shape) + ") has " +
                   std::to_string(t.raw_data().size()) + " bytes of raw_data, expected " + std::to_string(want));
     if (want) std::memcpy(r.raw(), t.raw_data().data(), static_cast<size_t>(want));
-    if (n % 2) r.data<uint8_t>()[want - 1] &= 0x0F;  // the unused high nibble of an odd tail
+    const int64_t used_bits = n * bit_width(out) % 8;  // the unused high bits of a partial tail byte
+    if (used_bits) r.data<uint8_t>()[want - 1] &= static_cast<uint8_t>((1u << used_bits) - 1u);
     return r;
   }
   if (t.has_raw_data()) {

@@ -10,10 +10,13 @@
 
 namespace lowbit {
 
-// TensorProto.DataType values newer than Debian's libonnx (onnx.proto: UINT4 = 21, INT4 = 22;
-// data_type is a plain int32 field, so they parse as integers).
+// TensorProto.DataType values newer than Debian's libonnx (onnx.proto: UINT4 = 21, INT4 = 22 from
+// opset 21 / IR 10, UINT2 = 25, INT2 = 26 from opset 25 / IR 13; data_type is a plain int32 field,
+// so they parse as integers). All pack their elements low bits first: lowbit's u4 / i4 / u2 / i2.
 constexpr int kOnnxUint4 = 21;
 constexpr int kOnnxInt4 = 22;
+constexpr int kOnnxUint2 = 25;
+constexpr int kOnnxInt2 = 26;
 
 // The lowbit dtype an ONNX element type maps to exactly (FLOAT, INT64, INT32, INT8, UINT8, BOOL),
 // or nullopt for the rest.

@@ -293,7 +293,8 @@ void quantize_linear(const Graph& g, const Node& n, std::span<const TensorView> 
   const float* scale = in[1].as<float>();
   const AxisIndex ix = axis_index(n, x.shape, in[1]);
   const DType t = out[0].dtype;
-  if (t != DType::i8 && t != DType::u8) fail(n, std::string("QuantizeLinear to ") + dtype_name(t) + " is not supported");
+  if (!is_code_dtype(t) || t == DType::b1 || t == DType::u1)
+    fail(n, std::string("QuantizeLinear to ") + dtype_name(t) + " is not supported");
   // The output's code range: its dtype's, or narrower codes in u8 / i8 storage (4-bit activations).
   const CodeRange range = code_range(g.value(n.outputs[0]));
   const int64_t lo = range.lo, hi = range.hi;
@@ -305,7 +306,8 @@ void quantize_linear(const Graph& g, const Node& n, std::span<const TensorView> 
     r = std::min(std::max(r, -1e9f), 1e9f);  // NaN / inf stay defined: saturate
     const int64_t q = std::clamp(static_cast<int64_t>(r) + zp, lo, hi);
     if (t == DType::u8) out[0].as<uint8_t>()[i] = static_cast<uint8_t>(q);
-    else out[0].as<int8_t>()[i] = static_cast<int8_t>(q);
+    else if (t == DType::i8) out[0].as<int8_t>()[i] = static_cast<int8_t>(q);
+    else store_code(out[0].data, t, i, static_cast<int32_t>(q));  // ONNX's packed INT4 / UINT2 / ...
   }
 }
 
