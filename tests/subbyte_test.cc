@@ -435,7 +435,8 @@ TEST(Subbyte, OnSlowErrorRefusesSubbyteNodesOnInt8Kernels) {
 TEST(Subbyte, OnSlowAllowKeepsWeightsPackedAndTheSameOutputs) {
   auto fp32 = fp32_model("resnet18");
   CompileOptions o;
-  o.target = parse_target("cascadelake");
+  // A dot-product target of this build's architecture (the packed rows step aside on both).
+  o.target = parse_target(host_target().arch == Arch::x86_64 ? "cascadelake" : "neoverse-n1");
   o.allow_foreign_target = true;
   o.threads = 2;
   QuantizeOptions q;
@@ -453,7 +454,7 @@ TEST(Subbyte, OnSlowAllowKeepsWeightsPackedAndTheSameOutputs) {
   EXPECT_LT(allow.subbyte_on_int8.size(), def.subbyte_on_int8.size());
   EXPECT_LT(allow.model->kernel_weight_bytes() * 10, def.model->kernel_weight_bytes() * 7)
       << allow.model->kernel_weight_bytes() << " vs " << def.model->kernel_weight_bytes();
-  if (!host_target().missing(o.target).empty()) GTEST_SKIP() << "the host cannot run cascadelake kernels";
+  if (!host_target().missing(o.target).empty()) GTEST_SKIP() << "the host cannot run " << o.target.name << " kernels";
   const std::vector<Tensor> in = synthetic_inputs(fp32->graph(), 9);
   const std::vector<Tensor> a = def.model->run(in), b = allow.model->run(in);
   ASSERT_TRUE(same_bytes(a[0], b[0]));

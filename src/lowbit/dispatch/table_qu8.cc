@@ -203,6 +203,19 @@ std::vector<KernelCandidate> qu8_candidates() {
                    LOWBIT_AARCH64_ONLY(create_qconv2d_u8_igemm_neondot),
                    LOWBIT_AARCH64_ONLY(create_qconv2d_packed_igemm_neondot), {"qu8_gemm_tile__neondot"}},
                   arm, "neondot");
+  // Sub-byte codes on ARMv8.0 (kernels/qsub-gemm/README.md): 8-bit smull / smlal2 products are exact
+  // when one side is narrow, 8 multiply-adds per instruction against the int16 kernel's 4; below the
+  // dot-product rows, whose sdot does 16 with any codes.
+  const QsubRow neon_qsub_rows[] = {
+      {"qu8-qc4w-conv2d-igemm-4x4c16-neon", check_qconv2d_qsub_neon_codes<DType::i4>, qc4w,
+       {"qsub_gemm_tile__neon", "qsub_expand_w4__neon"}},
+      {"qu8-qc2w-conv2d-igemm-4x4c16-neon", check_qconv2d_qsub_neon_codes<DType::i2>, qc2w,
+       {"qsub_gemm_tile__neon", "qsub_expand_w2__neon"}},
+      {"qu4-qc8w-conv2d-igemm-4x4c16-neon", check_qconv2d_qsub_neon_codes<DType::i8, true>, narrow_x,
+       {"qsub_gemm_tile__neon"}}};
+  for (const QsubRow& r : neon_qsub_rows)
+    t.push_back({"QConv", r.name, arm, {F::neon}, r.check, LOWBIT_AARCH64_ONLY(create_qconv2d_qsub_igemm_neon),
+                 r.ukernels, nullptr, r.codes});
   t.push_back({"QConv", "qu8-qc8w-conv2d-igemm-6x16-neon", arm, {F::neon}, check_qconv2d_u8_igemm,
                LOWBIT_AARCH64_ONLY(create_qconv2d_u8_igemm_neon), {"qu8_gemm_tile__neon"}});
   t.push_back({"QGemm", "qu8-qc8w-fc-gemv-neon", arm, {F::neon}, check_qgemm_u8_gemv,

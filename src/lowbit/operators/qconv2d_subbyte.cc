@@ -97,6 +97,21 @@ std::string register_unpack_fits(const NodeContext& ctx) {
   return "";
 }
 
+int32_t qsub_neon_x_shift(const NodeContext& ctx) { return code_dtype(ctx.in(0)) == DType::u8 ? 128 : 0; }
+
+std::string check_qconv2d_qsub_neon(const NodeContext& ctx) {
+  if (std::string r = check_qconv2d_u8_igemm(ctx); !r.empty()) return r;
+  // smull + smlal2 leave two products per int16 lane: 2 * max |x - shift| * max |w| <= 32767.
+  const CodeRange x = code_range(ctx.in(0));
+  const int32_t shift = qsub_neon_x_shift(ctx);
+  const int64_t xmax = std::max<int64_t>(std::abs(int64_t{x.lo} - shift), std::abs(int64_t{x.hi} - shift));
+  const int64_t pair = 2 * xmax * max_abs_code(ctx.in(1));
+  if (pair > 32767)
+    return "codes " + std::string(dtype_name(code_dtype(ctx.in(0)))) + " x " + dtype_name(code_dtype(ctx.in(1))) +
+           ": an int16 lane's two 8-bit products reach " + std::to_string(pair) + " (> 32767)";
+  return "";
+}
+
 std::string packed_igemm_steps_aside(const NodeContext&) {
   // vpdpbusd (and sdot) multiply four int8 pairs per lane whatever the codes' width, so 4- and
   // 2-bit weights save bytes, not multiply-adds, and unpacking them costs ALU work beside it.
@@ -136,6 +151,10 @@ std::unique_ptr<Kernel> create_qconv2d_packed_igemm_avxvnni(const NodeContext& c
 #if defined(__aarch64__)
 std::unique_ptr<Kernel> create_qconv2d_packed_igemm_neondot(const NodeContext& ctx) {
   return create_qconv2d_u8_igemm(ctx, qu8_gemm_kernels_neondot(), true);
+}
+
+std::unique_ptr<Kernel> create_qconv2d_qsub_igemm_neon(const NodeContext& ctx) {
+  return create_qconv2d_u8_igemm(ctx, qsub_gemm_kernels_neon(qsub_neon_x_shift(ctx)), /*packed_weights=*/true);
 }
 #endif
 

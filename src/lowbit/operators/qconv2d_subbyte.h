@@ -24,6 +24,21 @@ std::string check_qconv2d_qu4_qc8w_igemm(const NodeContext& ctx);
 std::string qsub_igemm_steps_aside(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_qconv2d_qsub_igemm_avx2(const NodeContext& ctx);
 
+// ARMv8.0 NEON rows for sub-byte codes (kernels/qsub-gemm/neon.cc): 8-bit smull / smlal2, exact when
+// two products fit an int16 lane. The table's rows add their codes (i4 / i2 weights, or i8 weights
+// with u4 / u2 activations) to this check.
+std::string check_qconv2d_qsub_neon(const NodeContext& ctx);
+template <DType W, bool NarrowActs = false>
+std::string check_qconv2d_qsub_neon_codes(const NodeContext& ctx) {
+  if (code_dtype(ctx.in(1)) != W)
+    return std::string("weight codes ") + dtype_name(code_dtype(ctx.in(1))) + ", needs " + dtype_name(W);
+  const DType a = code_dtype(ctx.in(0));
+  if (NarrowActs && a != DType::u4 && a != DType::u2)
+    return std::string("input codes ") + dtype_name(a) + ", needs u4 or u2";
+  return check_qconv2d_qsub_neon(ctx);
+}
+std::unique_ptr<Kernel> create_qconv2d_qsub_igemm_neon(const NodeContext& ctx);  // aarch64 builds only
+
 // Exact Winograd F(2x2, 3x3) on the AVX-512 VNNI kernels for narrow codes (4- or 2-bit activations
 // and weights): U' and V + 64 fit vpdpbusd's s8 x u8, so the 16 GEMMs run at the int8 rate with
 // 2.25x fewer multiply-adds than the direct tiles (operators/qconv2d_winograd_u8.cc).

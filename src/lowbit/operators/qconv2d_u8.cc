@@ -109,13 +109,17 @@ class QConv2dIgemm final : public Kernel {
     expand_ = packed_weights && wbits < 8 && reg_bits_ == 8 ? ks.expand_for(wbits) : nullptr;
     wbits_ = expand_ ? wbits : 8;
     const int64_t step = 8 / reg_bits_;  // k groups per weight word
-    std::vector<uint32_t> words(static_cast<size_t>(mr_max * kgb_));
+    // One block's weights as the tiles read them: per k group, per row, kg values (int8, or int16
+    // when widened), lowest k first.
+    const int64_t elem = ks.widened ? 2 : 1;
+    std::vector<uint8_t> vals(static_cast<size_t>(mr_max * kgb_ * kg * elem));
     std::vector<int64_t> block_bytes;
     for (int64_t gi = 0; gi < p.group; ++gi)
       for (int64_t kb = 0; kb < nkb_; ++kb)
         for (int64_t m0 = 0; m0 < Mg_; m0 += mr_max) {
           const int64_t mr = std::min(mr_max, Mg_ - m0), nkg = std::min(kgb_, ngroups - kb * kgb_);
-          block_bytes.push_back(expand_ ? subbyte_block_bytes(mr * nkg * kg, wbits_) : mr * ceil_div(nkg, step) * 4);
+          block_bytes.push_back(expand_ ? subbyte_block_bytes(mr * nkg * kg, wbits_)
+                                        : mr * ceil_div(nkg, step) * kg * elem);
         }
     ablock_.assign(block_bytes.size() + 1, 0);
     for (size_t i = 0; i < block_bytes.size(); ++i) ablock_[i + 1] = ablock_[i] + block_bytes[i];
@@ -129,35 +133,31 @@ class QConv2dIgemm final : public Kernel {
         for (int64_t m0 = 0; m0 < Mg_; m0 += mr_max, ++bi) {
           const int64_t mr = std::min(mr_max, Mg_ - m0), kk0 = kb * kgb_, nkg = std::min(kgb_, ngroups - kk0);
           for (int64_t kk = 0; kk < nkg; ++kk)
-            for (int64_t r = 0; r < mr; ++r) {
-              uint32_t word = 0;
+            for (int64_t r = 0; r < mr; ++r)
               for (int64_t i = 0; i < kg; ++i) {
                 const int64_t k = wk[static_cast<size_t>((kk0 + kk) * kg + i)];
-                const int32_t v = k >= 0 ? w[(gi * Mg_ + m0 + r) * K_ + k] : 0;
-                word |= ks.widened ? (static_cast<uint32_t>(static_cast<uint16_t>(v)) << (16 * i))
-                                   : (static_cast<uint32_t>(static_cast<uint8_t>(v)) << (8 * i));
+                // int16, little endian: its low byte is the int8 value (elem 1).
+                const int16_t v = static_cast<int16_t>(k >= 0 ? w[(gi * Mg_ + m0 + r) * K_ + k] : 0);
+                std::memcpy(&vals[static_cast<size_t>(((kk * mr + r) * kg + i) * elem)], &v, static_cast<size_t>(elem));
               }
-              words[static_cast<size_t>(kk * mr + r)] = word;
-            }
           uint8_t* dst = packed_.data<uint8_t>() + ablock_[bi];
           if (expand_) {
-            pack_subbyte_block(reinterpret_cast<const int8_t*>(words.data()), mr * nkg * kg, wbits_, dst);
+            pack_subbyte_block(reinterpret_cast<const int8_t*>(vals.data()), mr * nkg * kg, wbits_, dst);
           } else if (reg_bits_ < 8) {
-            // Word (s, r): byte i holds the codes of k groups s * step + q at bits
+            // Word (s, r) of a kg = 4 set: byte i holds the codes of k groups s * step + q at bits
             // [8 - b (q + 1), 8 - b q) (q = 0 on top), as the tiles' weight_group reads them.
             const uint32_t mask = (1u << reg_bits_) - 1u;
             for (int64_t st = 0; st < ceil_div(nkg, step); ++st)
               for (int64_t r = 0; r < mr; ++r) {
                 uint32_t word = 0;
-                for (int64_t q = 0; q < step && st * step + q < nkg; ++q) {
-                  const uint32_t w8 = words[static_cast<size_t>((st * step + q) * mr + r)];
+                for (int64_t q = 0; q < step && st * step + q < nkg; ++q)
                   for (int i = 0; i < 4; ++i)
-                    word |= (((w8 >> (8 * i)) & mask) << (8 - reg_bits_ * (q + 1))) << (8 * i);
-                }
+                    word |= ((vals[static_cast<size_t>(((st * step + q) * mr + r) * 4 + i)] & mask)
+                             << (8 - reg_bits_ * (q + 1))) << (8 * i);
                 std::memcpy(dst + (st * mr + r) * 4, &word, 4);
               }
           } else {
-            std::memcpy(dst, words.data(), static_cast<size_t>(mr * nkg * 4));
+            std::memcpy(dst, vals.data(), static_cast<size_t>(mr * nkg * kg * elem));
           }
         }
     if (!ks.widened) {
@@ -236,7 +236,6 @@ class QConv2dIgemm final : public Kernel {
     // and pixel panel, the packed rows ran 5-10% behind the int8 rows on ResNet-50's 56 x 56 and
     // 28 x 28 layers (Zen 4, bench/microbench/qsub_layers).
     expand_all_ = expand_ && tasks_.size() > 1;
-    const int64_t elem = ks.widened ? 2 : 1;
     bbytes_ = kgb_ * kg * ks.nr * elem;
     rbytes_ = kgb_ * kg * ks.nr_tail * elem;
     partial_words_ = mpanels_ * mr_max * ks.nr;

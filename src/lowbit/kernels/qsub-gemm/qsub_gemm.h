@@ -16,4 +16,7 @@
 namespace LOWBIT_KERNEL_NS {
 // The kernel set for int16 spans of at least `groups` k groups (8, 32 or 128); nullptr otherwise.
 const ::lowbit::Qu8GemmKernels* qsub_gemm_kernels_avx2(int groups);
+// ARMv8.0 NEON (neon.cc): s8 x s8 smull / smlal2 into int16 pairs, sadalp into int32, on inner
+// products of 16 k; activations packed as x - x_shift (128 for u8 codes, 0 for 4- / 2-bit ones).
+const ::lowbit::Qu8GemmKernels& qsub_gemm_kernels_neon(int x_shift);
 }  // namespace LOWBIT_KERNEL_NS
