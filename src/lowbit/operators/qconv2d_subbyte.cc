@@ -46,6 +46,11 @@ std::string qsub_igemm_steps_aside(const NodeContext& ctx) {
   // while ResNet-50's (K = 256-1024 at stride 2) ran 1.3x faster or more.
   const Conv2dParams p = conv2d_params(ctx.graph, ctx.node);
   const int64_t K = p.C_per_group() * p.KH * p.KW;
+  // 1x1 convs with K = 64 (ResNet-50's first bottleneck convs): too few k groups per tile to
+  // repay the packing; measured 0.89-1.13x at w4a4 and 0.96-1.08x at w4a8 (Zen 4, LOWBIT_ISA=avx2,
+  // bench/microbench/qsub_layers).
+  if (p.KH * p.KW == 1 && K <= 64)
+    return "1x1 conv with K = " + std::to_string(K) + " (<= 64): measured 0.89-1.13x of the int8 igemm";
   if (p.KH * p.KW == 1 && (p.SH > 1 || p.SW > 1) && K <= 256)
     return "1x1 stride-" + std::to_string(std::max(p.SH, p.SW)) + " conv with K = " + std::to_string(K) +
            " (<= 256): measured 0.80-1.03x of the int8 igemm (the strided gather outweighs the faster multiply)";
