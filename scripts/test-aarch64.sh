@@ -18,11 +18,13 @@ built=$SECONDS
 # quantizer, the guard and artifacts on the zoo's ResNet-18, except the slowest under emulation,
 # which x86 runs: autotuning and artifact determinism repeat the same int8 pipeline; the sub-byte
 # compile-everything and native-vs-logical tests quantize three models at twelve precisions (and
-# --on-slow=allow's packed-weight ResNet-18, 69 s emulated: SubbyteKernels runs every NEON row);
+# --on-slow=allow's packed-weight ResNet-18, 69 s emulated, and --group-size's, 90 s: SubbyteKernels
+# runs every NEON row, group-wise ones included; --prepack's ResNet-18 compiled and run five times:
+# the layout key and the in-place read are the same code on every arch);
 # Explain's every-target sweep (116 s emulated) is the same code on every architecture; the w1a1
 # ResNet-18 (147 s emulated) repeats end to end what BinaryConvKernels / BinaryKernels check bit
 # for bit on every NEON binary row. The suite had reached 42 of CI's 40 minutes.
-ctest --preset aarch64 -j "$jobs" -E '^(Autotune\.|Quantize\.SameInputsGiveTheSameArtifact|Subbyte\.(EveryPrecision|NativeAndLogical|OnSlowAllow)|Explain\.EveryRejectionOnEveryNamedTarget|Binary\.Resnet18W1a1)'
+ctest --preset aarch64 -j "$jobs" -E '^(Autotune\.|Quantize\.SameInputsGiveTheSameArtifact|Subbyte\.(EveryPrecision|NativeAndLogical|OnSlowAllow|GroupSize|Prepacked)|Explain\.EveryRejectionOnEveryNamedTarget|Binary\.Resnet18W1a1)'
 # The same kernels forced onto plain NEON (the emulator still has dotprod; the cap hides it).
 LOWBIT_ISA=neon ctest --preset aarch64 -j "$jobs" -R '^(Neon|F32Kernels|Qu8|Quantize\.Resnet18)'
 echo "aarch64: build $((built - start)) s, tests $((SECONDS - built)) s"

@@ -534,3 +534,37 @@ TEST(Qdq, Int2TensorsArePackedLowBitsFirst) {
   const int want_u[5] = {0, 3, 2, 1, 1};
   for (int i = 0; i < 5; ++i) EXPECT_EQ(load_code(r.raw(), DType::u2, i), want_u[i]) << i;
 }
+
+// Group-wise weights out and back in: blocked DequantizeLinear (opset 21, block_size along the
+// input channels) re-imports to QConv nodes with the same blocks and scales.
+TEST(Qdq, GroupWiseWeightsExportAsBlockedDequantizeAndReimport) {
+  auto fp32 = compile(fp32_net(), true);
+  CompileOptions o;
+  o.threads = 2;
+  QuantizeOptions q;
+  q.synthetic_samples = 4;
+  q.precision = parse_precision("w4a8");
+  q.keep_8bit = parse_keep_8bit("none");
+  q.group_size = 4;
+  QuantizedBuild qb = build_quantized(*fp32, o, q, SlowPolicy::allow);
+  onnx::ModelProto m;
+  const std::string bytes = export_onnx_qdq_bytes(qb.graph);
+  ASSERT_TRUE(m.ParseFromString(bytes));
+  EXPECT_GE(m.opset_import(0).version(), 21);
+  int blocked = 0;
+  for (const onnx::NodeProto& n : m.graph().node())
+    for (const onnx::AttributeProto& a : n.attribute()) blocked += a.name() == "block_size" && a.i() == 4;
+  EXPECT_GE(blocked, 3);
+  auto back = compile(import_onnx_bytes(bytes, {}, "blocked"), true);
+  int grouped = 0;
+  for (const Node& n : back->graph().nodes)
+    if (n.op == "QConv" || n.op == "QGemm") grouped += back->graph().value(n.inputs[1]).quant->block_size == 4;
+  EXPECT_GE(grouped, 3);
+  auto unfused = compile(import_onnx_bytes(bytes, {}, "blocked-unfused"), false);
+  for (uint64_t seed = 80; seed < 82; ++seed) {
+    auto in = synthetic_inputs(fp32->graph(), seed);
+    const Tensor r = back->run(in)[0];
+    EXPECT_GT(cosine(qb.model->run(in)[0], r), 0.999);
+    EXPECT_GT(cosine(unfused->run(in)[0], r), 0.999);
+  }
+}

@@ -205,6 +205,43 @@ inline void to_subbyte(Built& b, DType wcode, DType acode, bool packed, uint32_t
 }
 
 
+// Gives the case's weights group-wise scales (QuantParams::block_size): a scale per `block` input
+// channels of each output channel and tap, spread over a factor of 4 so that groups differ.
+inline void to_grouped(Built& b, int64_t block, uint32_t seed) {
+  Value& wv = b.g.value(b.g.nodes[static_cast<size_t>(b.node)].inputs[1]);
+  std::mt19937 rng(seed);
+  const WeightGroups wg = weight_groups(wv.shape, block);
+  const float base = wv.quant->scale[0];
+  wv.quant->block_size = block;
+  wv.quant->scale.resize(static_cast<size_t>(wg.count()));
+  for (float& s : wv.quant->scale) s = base * (0.5f + 1.5f * static_cast<float>(rng() % 1000) / 1000.0f);
+  wv.quant->zero_point.assign(wv.quant->scale.size(), 0);
+}
+
+// Group-wise cases: input channels that blocks of 16 and 32 divide, 1x1 / 3x3 (padded and not),
+// strides 1 and 2, channel tails (M = 13, 19), a 7 x 7 map (a last panel of 1 pixel), residual,
+// clamps, zero points 0 / 255.
+inline std::vector<ConvCase> grouped_cases() {
+  std::vector<ConvCase> v;
+  uint32_t seed = 900;
+  for (int64_t C : {32, 64})
+    for (int64_t k : {1, 3})
+      for (int64_t s : {1, 2}) {
+        ConvCase c;
+        c.C = C, c.M = C == 32 ? 13 : 19, c.H = 9, c.W = 11, c.KH = c.KW = k, c.SH = c.SW = s;
+        c.pads = k == 3 && s == 1 ? std::vector<int64_t>{1, 1, 1, 1} : std::vector<int64_t>{0, 0, 0, 0};
+        c.zp_x = s == 1 ? 0 : 255;
+        c.residual = k == 3 && s == 1;
+        c.act_min = 0.0f;
+        c.seed = seed++;
+        v.push_back(c);
+      }
+  ConvCase c;  // 7 x 7: 48 + 1 pixels; several groups per tap
+  c.C = 64, c.M = 24, c.H = c.W = 7, c.seed = seed++, c.act_max = 2.0f;
+  v.push_back(c);
+  return v;
+}
+
 // expect_conv_exact on `wcode` weight codes (packed) and `acode` activation codes: for the rows
 // that read sub-byte weights packed (tests/subbyte_test.cc iterates the table; tests/simde runs the
 // VNNI ones where the host lacks VNNI).

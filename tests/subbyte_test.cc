@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include "lowbit/artifact/artifact.h"
@@ -21,6 +22,7 @@
 #include "lowbit/quant/guard.h"
 #include "lowbit/quant/precision.h"
 #include "qu8_test_support.h"
+#include "tensor_compare.h"
 
 using namespace lowbit;
 using ::testing::HasSubstr;
@@ -142,6 +144,147 @@ TEST(QuantizeWeights, SubbyteCodesStayInRangeAndTheMseSearchNeverLosesToMax) {
   EXPECT_FALSE(q8.code.has_value());
 }
 
+// Group-wise scales: a scale per block of input channels and tap, each the MSE choice of its own
+// values, so the weights' error is never above the per-channel one; the scales follow ONNX's
+// blocked layout [M, ceil(C / block), KH, KW].
+TEST(QuantizeWeights, GroupWiseScalesNeverLoseToPerChannelOnes) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  Tensor w(DType::f32, {5, 40, 3, 3});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = nd(rng) * (1.0f + float((i / 9) % 7));
+  for (DType code : {DType::i4, DType::i2}) {
+    QuantParams qc, qg;
+    Tensor tc = quantize_weights(w, code, WeightScale::mse, code, qc);
+    Tensor tg = quantize_weights(w, code, WeightScale::mse, code, qg, 16);
+    const WeightGroups wg = weight_groups(w.shape(), 16);
+    ASSERT_EQ(qg.block_size, 16);
+    ASSERT_EQ(static_cast<int64_t>(qg.scale.size()), 5 * 3 * 9);  // ceil(40 / 16) = 3 blocks
+    double ec = 0, eg = 0;
+    for (int64_t m = 0; m < 5; ++m)
+      for (int64_t c = 0; c < 40; ++c)
+        for (int64_t t = 0; t < 9; ++t) {
+          const int64_t i = (m * 40 + c) * 9 + t;
+          const double x = w.data<float>()[i];
+          ec += std::pow(x - qc.scale[size_t(m)] * load_code(tc.raw(), code, i), 2);
+          eg += std::pow(x - qg.scale[size_t(wg.index(m, c, t))] * load_code(tg.raw(), code, i), 2);
+        }
+    EXPECT_LT(eg, ec) << dtype_name(code);
+  }
+}
+
+// --group-size end to end: the convs at the precision's width get group-wise scales (the stem and
+// the classifier keep one per channel), run on the qbw rows, keep their scheme through an artifact,
+// and track fp32 at least as well as per-channel scales do.
+TEST(Subbyte, GroupSizeQuantizesRunsAndSurvivesAnArtifact) {
+  auto fp32 = fp32_model("resnet18");
+  CompileOptions o;
+  o.threads = 2;
+  QuantizeOptions q;
+  q.synthetic_samples = 2;
+  q.precision = parse_precision("w4a8");
+  const QuantizedBuild per_channel = build_quantized(*fp32, o, q, SlowPolicy::fp32);
+  q.group_size = 32;
+  const QuantizedBuild grouped = build_quantized(*fp32, o, q, SlowPolicy::fp32);
+  int blocked = 0, on_qbw = 0;
+  for (const Step& st : grouped.model->steps()) {
+    const Node& n = grouped.model->graph().nodes[static_cast<size_t>(st.node)];
+    if (n.op != "QConv") continue;
+    const int64_t b = grouped.model->graph().value(n.inputs[1]).quant->block_size;
+    blocked += b == 32;
+    on_qbw += st.choice.chosen->name.find("-qbw-") != std::string::npos;
+    if (n.name == "conv1") {
+      EXPECT_EQ(b, 0) << "the stem keeps per-channel scales";
+    }
+  }
+  EXPECT_GE(blocked, 15);
+  if (host_target().has(Feature::avx2) || host_target().has(Feature::neon)) {
+    EXPECT_EQ(on_qbw, blocked);
+  }
+  const std::vector<Tensor> in = synthetic_inputs(fp32->graph(), 4242);
+  const Tensor ref = fp32->run(in)[0], yc = per_channel.model->run(in)[0], yg = grouped.model->run(in)[0];
+  EXPECT_GE(testutil::cosine(yg, ref), testutil::cosine(yc, ref) - 0.002);
+  const std::string path = tmp_path("grouped.lbm");
+  save_artifact(path, grouped.model->graph());
+  auto loaded = CompiledModel::compile(load_artifact(path).graph, o);
+  std::remove(path.c_str());
+  ASSERT_TRUE(same_bytes(loaded->run(in)[0], yg));
+}
+
+// `quantize --prepack`: the kernels' own weight layouts stored on the nodes are read in place by a
+// compile that computes the same layouts, with the same output bytes; a layout whose weights have
+// changed, or that another kernel set computes differently, is packed again.
+TEST(Subbyte, PrepackedLayoutsAreReadInPlaceAndGiveTheSameBytes) {
+  auto fp32 = fp32_model("resnet18");
+  CompileOptions o;
+  o.threads = 2;
+  QuantizeOptions q;
+  q.synthetic_samples = 2;
+  q.precision = parse_precision("w4a8");
+  // allow: on VNNI hosts the packed rows (4-bit codes unpacked in registers) run, beside the int8
+  // ones of the stem and classifier; on AVX2 and NEON the sub-byte rows keep packed chunks.
+  const QuantizedBuild b = build_quantized(*fp32, o, q, SlowPolicy::allow);
+  const std::vector<Tensor> in = synthetic_inputs(fp32->graph(), 77);
+  std::vector<Target> targets{host_target()};
+  if (host_target().has(Feature::avx512vnni)) targets.push_back(parse_target("x86-64-v3"));
+  const std::string path = tmp_path("prepacked.lbm");
+  // The quantized graph without --on-slow=allow's pins (VNNI rows, which AVX2 cannot run).
+  Graph unpinned = b.model->graph();
+  for (Node& n : unpinned.nodes) n.attrs.erase(kPinnedKernelAttr);
+  for (size_t ti = 0; ti < targets.size(); ++ti) {
+    SCOPED_TRACE(targets[ti].name);
+    CompileOptions ot = o;
+    ot.target = targets[ti];
+    auto m = CompiledModel::compile(ti == 0 ? b.model->graph() : unpinned, ot);
+    EXPECT_EQ(m->prepacked_kernels(), 0);
+    int nodes = 0;
+    int64_t bytes = 0;
+    const Graph g = m->graph_with_prepacked_weights(&nodes, &bytes);
+    // ResNet-18's convs on the int8-layout igemm rows: all 19 but the Winograd ones on VNNI; on AVX2
+    // the sub-byte rows (qsub-gemm, packed at compile time) take the 3x3 convs of layers 1-3.
+    EXPECT_GE(nodes, ti == 0 ? 15 : 8);
+    EXPECT_GT(bytes, 1 << 20);
+    save_artifact(path, g);
+    auto loaded = CompiledModel::compile(load_artifact(path).graph, ot);
+    EXPECT_EQ(loaded->prepacked_kernels(), nodes);
+    EXPECT_EQ(loaded->kernel_weight_bytes(), m->kernel_weight_bytes());
+    const Tensor want = m->run(in)[0];
+    ASSERT_TRUE(same_bytes(loaded->run(in)[0], want));
+
+    // One node's weights changed since: its stored layout is stale and is packed again.
+    Graph changed = load_artifact(path).graph;
+    for (Node& n : changed.nodes) {
+      if (!n.attrs.has(kPrepackedAttr)) continue;
+      Value& w = changed.value(n.inputs[1]);
+      Tensor edited = w.constant->clone();
+      edited.data<uint8_t>()[0] ^= 0x11;  // one code (or two nibbles) of the first output channel
+      w.constant = edited;
+      break;
+    }
+    Graph unstored = changed;
+    for (Node& n : unstored.nodes) n.attrs.erase(kPrepackedAttr);
+    auto repacked = CompiledModel::compile(std::move(changed), ot);
+    EXPECT_EQ(repacked->prepacked_kernels(), nodes - 1);
+    ASSERT_TRUE(same_bytes(repacked->run(in)[0], CompiledModel::compile(std::move(unstored), ot)->run(in)[0]));
+
+    // A key that names the layout but a blob of another size is never read.
+    Graph truncated = load_artifact(path).graph;
+    for (Node& n : truncated.nodes)
+      if (const Tensor* blob = n.attrs.get_tensor(kPrepackedAttr))
+        n.attrs.set(kPrepackedAttr, Tensor(DType::u8, {blob->nbytes() - 4}));
+    auto safe = CompiledModel::compile(std::move(truncated), ot);
+    EXPECT_EQ(safe->prepacked_kernels(), 0);
+    ASSERT_TRUE(same_bytes(safe->run(in)[0], want));
+  }
+  // The AVX2 layouts compiled for a VNNI host (and the other way round) are packed again.
+  if (targets.size() == 2) {
+    CompileOptions ot = o;
+    ot.target = targets[1];
+    const Graph avx2_layouts = CompiledModel::compile(unpinned, ot)->graph_with_prepacked_weights();
+    EXPECT_EQ(CompiledModel::compile(avx2_layouts, o)->prepacked_kernels(), 0);
+  }
+  std::remove(path.c_str());
+}
+
 TEST(Keep8Bit, ParsesFirstLastNoneAndNames) {
   Keep8Bit d = parse_keep_8bit("first,last");
   EXPECT_TRUE(d.first && d.last && d.nodes.empty());
@@ -221,10 +364,90 @@ TEST(SubbyteKernels, EveryQConvRowMatchesTheReferenceOnSubbyteCodes) {
   int ran = 0;
   for (size_t ri = 0; ri < rows.size(); ++ri) {
     if (rows[ri]->features.empty() && !rows[ri]->subbyte()) continue;
+    if (rows[ri]->name.find("-qbw-") != std::string::npos) continue;  // group-wise weights: the next test
     EXPECT_GT(applied[ri], 0) << rows[ri]->name << " applied to no sub-byte case";
     ++ran;
   }
   EXPECT_GT(ran, 0);
+}
+
+// Group-wise weight scales (--group-size, ONNX blocked DequantizeLinear): every row that can run
+// them matches the reference byte for byte, at every weight width; every other row refuses them.
+TEST(SubbyteKernels, GroupWiseWeightsMatchTheReferenceOnEveryRowThatTakesThem) {
+  const Target host = host_target();
+  std::map<std::string, int> applied;
+  for (auto [wcode, acode] : {std::pair{DType::i4, DType::u8}, {DType::i2, DType::u2}, {DType::i8, DType::u8},
+                              {DType::i4, DType::u4}})
+    for (int64_t block : {16, 32})
+      for (const qu8test::ConvCase& c : qu8test::grouped_cases()) {
+        qu8test::Built b = qu8test::build_qconv(c);
+        to_subbyte(b, wcode, acode, /*packed=*/true, c.seed + 5);
+        qu8test::to_grouped(b, block, c.seed + 7);
+        const Node& n = b.g.nodes[static_cast<size_t>(b.node)];
+        NodeContext ctx{b.g, n, host, 2};
+        const Tensor ref = qu8test::run_reference(b);
+        std::vector<TensorView> in = qu8test::views(b.inputs, n.inputs.size());
+        for (const KernelCandidate* kc : candidates_for("QConv")) {
+          bool runnable = kc->create != nullptr && !kc->features.empty();
+          for (Feature f : kc->features) runnable &= host.has(f);
+          if (!runnable) continue;
+          const std::string why = candidate_cannot_run(*kc, ctx);
+          if (kc->name.find("-qbw-") == std::string::npos) {
+            EXPECT_FALSE(why.empty()) << kc->name << " takes group-wise weights";
+            continue;
+          }
+          if (!why.empty()) continue;
+          ++applied[kc->name];
+          std::unique_ptr<Kernel> k = kc->create(ctx);
+          for (int threads : {1, 2}) {
+            ThreadPool pool(threads);
+            Tensor y(DType::u8, ref.shape());
+            std::vector<TensorView> out = {y.view()};
+            k->run(in, out, pool);
+            ASSERT_TRUE(same_bytes(y, ref)) << kc->name << " " << dtype_name(wcode) << "/" << dtype_name(acode)
+                                            << " block " << block << " " << c.str() << " threads " << threads;
+          }
+        }
+      }
+  int rows = 0;
+  for (const KernelCandidate* kc : candidates_for("QConv")) {
+    if (kc->name.find("-qbw-") == std::string::npos || !kc->create) continue;
+    bool runnable = true;
+    for (Feature f : kc->features) runnable &= host.has(f);
+    if (!runnable) continue;
+    EXPECT_GT(applied[kc->name], 0) << kc->name << " applied to no group-wise case";
+    ++rows;
+  }
+  if (host.has(Feature::avx2) || host.has(Feature::neon)) {
+    EXPECT_GT(rows, 0);
+  }
+}
+
+// The reference's group-wise contract, worked by hand: two groups of two input channels, a 1x1 conv
+// on one pixel: t = fmaf(acc_1, s_1', fmaf(acc_0, s_0', bias')), then rounded.
+TEST(SubbyteKernels, GroupWiseReferenceFollowsItsContract) {
+  qu8test::ConvCase c;
+  c.C = 4, c.M = 1, c.H = c.W = 1, c.KH = c.KW = 1, c.pads = {0, 0, 0, 0}, c.bias = false, c.zp_x = 0, c.zp_y = 0;
+  qu8test::Built b = qu8test::build_qconv(c);
+  const Node& n = b.g.nodes[static_cast<size_t>(b.node)];
+  const int8_t w[4] = {3, -2, 5, 1};
+  const uint8_t x[4] = {10, 20, 7, 9};
+  std::memcpy(b.inputs[1].raw(), w, 4);
+  b.g.value(n.inputs[1]).constant = b.inputs[1];
+  std::memcpy(b.inputs[0].raw(), x, 4);
+  Value& wv = b.g.value(n.inputs[1]);
+  wv.quant->block_size = 2;
+  wv.quant->scale = {0.5f, 0.125f};
+  wv.quant->zero_point = {0, 0};
+  Value& xv = b.g.value(n.inputs[0]);
+  xv.quant->scale = {1.0f};
+  xv.quant->zero_point = {0};
+  Value& yv = b.g.value(n.outputs[0]);
+  yv.quant->scale = {0.25f};
+  yv.quant->zero_point = {0};
+  // acc_0 = 10*3 + 20*(-2) = -10, acc_1 = 7*5 + 9*1 = 44; t = -10 * 2 + 44 * 0.5 = 2 -> 2; relu-free.
+  const Tensor ref = qu8test::run_reference(b);
+  EXPECT_EQ(ref.data<uint8_t>()[0], 2);
 }
 
 TEST(SubbyteKernels, EveryQGemmRowMatchesTheReferenceOnSubbyteWeights) {

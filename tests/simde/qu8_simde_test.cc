@@ -81,6 +81,31 @@ TEST(Qu8ConvSimde, NarrowCodeWinogradMatchesReference) {
   EXPECT_GT(ran, 0);
 }
 
+// Group-wise weight scales on the 8 x 32 VNNI tiles (the qbw row's set): one K block per group.
+TEST(Qu8ConvSimde, GroupWiseWeightsMatchReference) {
+  if (!host_has_avx2()) GTEST_SKIP() << "this build of the emulation uses AVX2 + FMA";
+  for (auto [w, a] : {std::pair{DType::i4, DType::u8}, std::pair{DType::i8, DType::u8}})
+    for (const qu8test::ConvCase& c : qu8test::grouped_cases()) {
+      qu8test::Built b = qu8test::build_qconv(c);
+      qu8test::to_subbyte(b, w, a, /*packed=*/true, c.seed + 5);
+      qu8test::to_grouped(b, 16, c.seed + 7);
+      const Node& n = b.g.nodes[static_cast<size_t>(b.node)];
+      Target t;
+      NodeContext ctx{b.g, n, t, 2};
+      ASSERT_EQ(check_qconv2d_grouped_igemm(ctx, 4), "") << c.str();
+      const Tensor ref = qu8test::run_reference(b);
+      auto k = create_qconv2d_u8_igemm(ctx, simde_emulated::qu8_gemm_kernels_avx512vnni_8x32(), true);
+      std::vector<TensorView> in = qu8test::views(b.inputs, n.inputs.size());
+      for (int threads : {1, 2}) {
+        ThreadPool pool(threads);
+        Tensor y(DType::u8, ref.shape());
+        std::vector<TensorView> out = {y.view()};
+        k->run(in, out, pool);
+        ASSERT_EQ(std::memcmp(y.raw(), ref.raw(), static_cast<size_t>(y.nbytes())), 0) << c.str() << " " << threads;
+      }
+    }
+}
+
 TEST(Qu8ConvSimde, DepthwiseVnniRowsMatchReference) {
   if (!host_has_avx2()) GTEST_SKIP() << "this build of the emulation uses AVX2 + FMA";
   for (const ::lowbit::Qu8DwKernel* k : {&simde_emulated::qu8_dwconv_avx512vnni(), &simde_emulated::qu8_dwconv_avxvnni()})

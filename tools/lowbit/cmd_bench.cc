@@ -101,6 +101,8 @@ void register_bench(CLI::App& app) {
                 model->compile_ms(), human_bytes(model->weight_bytes()).c_str(),
                 human_bytes(model->kernel_weight_bytes()).c_str(), human_bytes(model->peak_activation_bytes()).c_str(),
                 static_cast<double>(macs) / 1e9);
+    if (const int pre = model->prepacked_kernels())
+      std::printf("prepacked: %d kernel(s) read their weights in place from the artifact (quantize --prepack)\n", pre);
     std::printf("%d warm-up + %d timed runs: mean %.2f ms  median %.2f ms  p90 %.2f ms  p99 %.2f ms  min %.2f ms  "
                 "stddev %.2f ms  (%.1f GFLOP/s at the median)\n",
                 o->warmup, o->runs, s.mean, s.median, s.p90, s.p99, s.min, s.stddev,

@@ -21,6 +21,7 @@ void register_quantize(CLI::App& app) {
     ModelOptions m;
     std::string out;
     int bits = 0, weight_bits = 0, act_bits = 0;  // 0: not given
+    bool prepack = false;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("quantize", "calibrate and quantize a model; write an .lbm artifact");
@@ -29,6 +30,10 @@ void register_quantize(CLI::App& app) {
   cmd->add_option("--bits", o->bits, "weight and activation bits: 8, 4, 2 or 1 (sets both; --precision wNaM also does; 1 = w1a1)");
   cmd->add_option("--weight-bits", o->weight_bits, "weight bits: 8, 4 or 2 (1 only with --act-bits 1)");
   cmd->add_option("--act-bits", o->act_bits, "activation bits: 8, 4 or 2 (1 only with --weight-bits 1)");
+  cmd->add_flag("--prepack", o->prepack,
+                "also store each conv kernel's weights in its own layout (a bigger file): compiled on the same "
+                "kind of host (target, tile, threads-independent), the artifact's weights are read in place from "
+                "its mapping instead of being packed again; elsewhere they are packed as usual");
   cmd->callback([o] {
     auto t0 = std::chrono::steady_clock::now();
     ModelOptions m = o->m;
@@ -59,7 +64,14 @@ void register_quantize(CLI::App& app) {
     meta["kept_fp32"] = slow;
     meta["autotuned"] = m.autotune;
     // The compiled graph: optimised, quantized, and with the kernels --autotune pinned.
-    save_artifact(o->out, b.model->graph(), meta.dump());
+    int prepacked = 0;
+    int64_t prepacked_bytes = 0;
+    if (o->prepack) {
+      meta["prepacked"] = true;
+      save_artifact(o->out, b.model->graph_with_prepacked_weights(&prepacked, &prepacked_bytes), meta.dump());
+    } else {
+      save_artifact(o->out, b.model->graph(), meta.dump());
+    }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     int64_t fp32_bytes = 0, total = 0;
     std::map<std::string, int64_t> per;
@@ -71,6 +83,10 @@ void register_quantize(CLI::App& app) {
                 human_bytes(total).c_str());
     for (auto& [dt, bytes] : per) std::printf(" [%s %s]", dt.c_str(), human_bytes(bytes).c_str());
     std::printf("\n");
+    if (o->prepack)
+      std::printf("prepacked: the weights of %d node(s) also in their kernels' layouts for %s (%s); a compile on "
+                  "another kind of host packs them as usual\n",
+                  prepacked, b.model->target().name.c_str(), human_bytes(prepacked_bytes).c_str());
   });
 }
 

@@ -76,6 +76,7 @@ class Writer {
     // (int8 artifacts are unchanged).
     if (q.code) j["code"] = dtype_name(*q.code);
     if (q.narrow) j["narrow"] = true;
+    if (q.block_size) j["block_size"] = q.block_size;
     return j;
   }
   std::vector<uint8_t> blob_;
@@ -208,6 +209,11 @@ Artifact load_artifact(const std::string& path) {
         if (q.contains("narrow")) {
           if (!q["narrow"].is_boolean()) throw bad("'narrow' of '" + g.value(id).name + "' is not a boolean");
           qp.narrow = q["narrow"].get<bool>();
+        }
+        if (q.contains("block_size")) {
+          if (!q["block_size"].is_number_integer() || q["block_size"].get<int64_t>() < 0)
+            throw bad("'block_size' of '" + g.value(id).name + "' is not a non-negative integer");
+          qp.block_size = q["block_size"].get<int64_t>();
         }
         g.value(id).quant = std::move(qp);
       }

@@ -48,7 +48,22 @@ std::vector<KernelCandidate> qu8_candidates() {
   const Codes xnor = {{DType::u1}, {DType::b1}}, narrow_x = {{DType::u4, DType::u2}, {DType::i8}};
   const Codes qc4w = {{DType::u8, DType::u4, DType::u2}, {DType::i4}}, qc2w = {{DType::u8, DType::u4, DType::u2}, {DType::i2}};
 
+  // Group-wise weights of any width (qbw: blockwise, XNNPACK's qb4w generalised): one K block per
+  // group on each ISA's tiles; the other QConv rows refuse such weights.
+  const Codes qbw = {{DType::u8, DType::u4, DType::u2}, {DType::i8, DType::i4, DType::i2}};
+
   // ---- x86-64 ----
+  t.push_back({"QConv", "qu8-qbw-conv2d-igemm-8x32-avx512vnni", x86, {F::avx512f, F::avx512bw, F::avx512vnni},
+               check_qconv2d_qbw_kg4, LOWBIT_X86_ONLY(create_qconv2d_qbw_igemm_avx512vnni),
+               {"qu8_gemm_wide__avx512vnni", "qu8_group_fma__avx512vnni", "qu8_group_finish__avx512vnni"}, nullptr,
+               qbw});
+  t.push_back({"QConv", "qu8-qbw-conv2d-igemm-6x16-avxvnni", x86, {F::avx2, F::fma, F::avxvnni}, check_qconv2d_qbw_kg4,
+               LOWBIT_X86_ONLY(create_qconv2d_qbw_igemm_avxvnni),
+               {"qu8_gemm_tile__avxvnni", "qu8_group_fma__avxvnni", "qu8_group_finish__avxvnni"}, nullptr, qbw});
+  t.push_back({"QConv", "qu8-qbw-conv2d-igemm-6x16-avx2", x86, {F::avx2, F::fma}, check_qconv2d_qbw_kg4,
+               LOWBIT_X86_ONLY(create_qconv2d_qbw_igemm_avx2),
+               {"qsub_gemm_tile__avx2", "qu8_gemm_tile__avx2", "qsub_group_fma__avx2", "qsub_group_finish__avx2"},
+               nullptr, qbw});
   // The last field names the micro-kernels each candidate runs (`inspect --kernels` finds them
   // in the binary by name prefix, template arguments aside).
   // Binary (w1a1) first: XOR + popcount does 64 multiply-adds per word (kernels/qb1-gemm/README.md);
@@ -191,6 +206,13 @@ std::vector<KernelCandidate> qu8_candidates() {
                LOWBIT_X86_ONLY(create_global_avgpool_u8_avx2), {"qu8_global_avgpool__avx2"}});
 
   // ---- AArch64 ----
+  t.push_back({"QConv", "qu8-qbw-conv2d-igemm-6x16-neondot", arm, {F::neon, F::dotprod}, check_qconv2d_qbw_kg4,
+               LOWBIT_AARCH64_ONLY(create_qconv2d_qbw_igemm_neondot),
+               {"qu8_gemm_tile__neondot", "qu8_group_fma__neondot", "qu8_group_finish__neondot"}, nullptr, qbw});
+  t.push_back({"QConv", "qu8-qbw-conv2d-igemm-4x4c16-neon", arm, {F::neon}, check_qconv2d_qbw_kg16,
+               LOWBIT_AARCH64_ONLY(create_qconv2d_qbw_igemm_neon),
+               {"qsub_gemm_tile__neon", "qu8_gemm_tile__neon", "qsub_group_fma__neon", "qsub_group_finish__neon"},
+               nullptr, qbw});
   t.push_back({"QConv", "qu1-qb1w-conv2d-xnor-4x8-neon", arm, {F::neon}, check_qconv2d_qu1_qb1w_xnor,
                LOWBIT_AARCH64_ONLY(create_binary_conv2d_neon), {"qb1_gemm_tile__neon"}, nullptr, xnor});
   t.push_back({"QConv", "qu8-qc8w-dwconv2d-16x4-neondot", arm, {F::neon, F::dotprod}, check_qconv2d_u8_dwconv,

@@ -31,7 +31,29 @@ struct QuantParams {
   int axis = -1;
   std::optional<DType> code;  // unset: the value's storage dtype
   bool narrow = false;
+  // Weights only: > 0 for group-wise (blocked) scales, a scale per block_size consecutive input
+  // channels of each output channel and kernel tap, in ONNX's blocked layout along axis 1: a conv
+  // weight [M, C, KH, KW] has scales [M, ceil(C / block_size), KH, KW], a Gemm weight [N, K]
+  // [N, ceil(K / block_size)] (weight_group_count, weight_group_index).
+  int64_t block_size = 0;
 };
+
+// Group-wise weights: blocks along axis 1 of a [M, C, KH, KW] or [N, K] weight shape.
+struct WeightGroups {
+  int64_t M = 0, C = 0, taps = 1, block = 0, blocks = 0;  // blocks = ceil(C / block)
+  int64_t count() const { return M * blocks * taps; }
+  // The scale of output channel m, input channel c, tap t (kh * KW + kw).
+  int64_t index(int64_t m, int64_t c, int64_t t) const { return (m * blocks + c / block) * taps + t; }
+};
+inline WeightGroups weight_groups(const Shape& w, int64_t block) {
+  WeightGroups g;
+  g.M = w.empty() ? 0 : w[0];
+  g.C = w.size() > 1 ? w[1] : 1;
+  for (size_t i = 2; i < w.size(); ++i) g.taps *= w[i];
+  g.block = block;
+  g.blocks = block > 0 ? (g.C + block - 1) / block : 1;
+  return g;
+}
 
 // [qmin, qmax] of a value's codes (narrow range applied).
 struct CodeRange {

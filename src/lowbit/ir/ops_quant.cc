@@ -16,8 +16,19 @@ void require_quant(const InferContext& c, ValueId v, const char* what, int64_t c
   if (!val.quant) c.fail(std::string(what) + " '" + val.name + "' has no quantization parameters");
   const QuantParams& q = *val.quant;
   int64_t n = static_cast<int64_t>(q.scale.size());
-  c.require(n == 1 || n == channels,
-            std::string(what) + " has " + std::to_string(n) + " scales; expected 1 or " + std::to_string(channels));
+  if (q.block_size > 0) {
+    // Group-wise weights: a scale per block of input channels, output channel and tap.
+    c.require(val.constant.has_value(), std::string(what) + " '" + val.name + "': group-wise scales are for weights");
+    const WeightGroups g = weight_groups(val.shape, q.block_size);
+    c.require(g.M == channels, std::string(what) + ": " + std::to_string(g.M) + " output channels, expected " +
+                                   std::to_string(channels));
+    c.require(n == g.count(), std::string(what) + " has " + std::to_string(n) + " scales; block size " +
+                                  std::to_string(q.block_size) + " of " + shape_str(val.shape) + " needs " +
+                                  std::to_string(g.count()));
+  } else {
+    c.require(n == 1 || n == channels,
+              std::string(what) + " has " + std::to_string(n) + " scales; expected 1 or " + std::to_string(channels));
+  }
   c.require(q.zero_point.size() == q.scale.size(), std::string(what) + ": scale and zero_point counts differ");
   for (float s : q.scale) c.require(s > 0.f, std::string(what) + " has a non-positive scale");
   // The scheme's codes must fit the storage: same signedness, no wider (u4 codes in u8 storage).
@@ -189,12 +200,25 @@ void infer_qlut(InferContext& c) {
 
 // ONNX per-tensor or per-axis scale/zero-point inputs: a scalar, or a 1-D tensor along `axis`.
 void check_scale_zp(const InferContext& c, size_t scale_i, size_t zp_i, const Shape& x, int64_t axis) {
-  // Opset 21's blocked form (block_size > 0: a scale per block along axis) is group-wise
-  // quantization, which lowbit's kernels do not have yet.
-  c.require(c.attrs().get_int("block_size", 0) == 0,
-            "block_size " + std::to_string(c.attrs().get_int("block_size", 0)) +
-                ": blocked (group-wise) quantization is not supported; lowbit takes per-tensor or per-axis scales");
   const Shape& s = c.shape(scale_i);
+  // Opset 21's blocked form: block_size > 0, a scale per block of `block_size` along axis, the scale
+  // tensor x's shape with that axis ceil-divided (group-wise weights, QuantParams::block_size).
+  const int64_t block = c.attrs().get_int("block_size", 0);
+  c.require(block >= 0, "block_size " + std::to_string(block) + " is negative");
+  if (block > 0) {
+    const int64_t ax = normalize_axis(c, axis, static_cast<int64_t>(x.size()));
+    c.require(s.size() == x.size(), "blocked scale must have the input's rank " + std::to_string(x.size()) + ", got " +
+                                        shape_str(s));
+    for (size_t d = 0; d < x.size(); ++d) {
+      const int64_t want = static_cast<int64_t>(d) == ax ? (x[d] + block - 1) / block : x[d];
+      c.require(s[d] == want, "blocked scale " + shape_str(s) + " does not fit input " + shape_str(x) + " with block_size " +
+                                  std::to_string(block) + " along axis " + std::to_string(ax));
+    }
+    if (c.has_input(zp_i))
+      c.require(c.shape(zp_i) == s, "zero point shape " + shape_str(c.shape(zp_i)) + " differs from scale shape " +
+                                        shape_str(s));
+    return;
+  }
   int64_t n = num_elements(s);
   if (n != 1) {
     c.require(s.size() == 1, "per-axis scale must be 1-D, got " + shape_str(s));

@@ -26,6 +26,25 @@ Tensor Tensor::wrap(DType dtype, Shape shape, const void* data, std::shared_ptr<
   return t;
 }
 
+uint64_t content_hash(const void* data, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
+  auto mix = [&](uint64_t w) {
+    h ^= w * 0xbf58476d1ce4e5b9ULL;
+    h = ((h << 31) | (h >> 33)) * 0x94d049bb133111ebULL;
+  };
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    mix(w);
+  }
+  uint64_t last = 0;
+  if (i < n) std::memcpy(&last, p + i, n - i);
+  mix(last);
+  return h ^ (h >> 29);
+}
+
 Tensor Tensor::reshaped(Shape shape) const {
   if (num_elements(shape) != numel())
     throw Error("cannot reshape " + shape_str(shape_) + " to " + shape_str(shape));

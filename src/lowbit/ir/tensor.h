@@ -50,6 +50,10 @@ class Tensor {
   void* data_ = nullptr;
 };
 
+// A 64-bit hash of n bytes (8 at a time; not cryptographic): tells a stored weight layout whether
+// the weights it was packed from are still the node's.
+uint64_t content_hash(const void* data, size_t n);
+
 // Reads element i of an integer tensor (i64/i32/u8/i8/bool) as int64 — for shape arithmetic.
 int64_t read_int(const Tensor& t, int64_t i);
 // Reads element i of any non-packed tensor as float.

@@ -129,6 +129,37 @@ std::string packed_igemm_steps_aside(const NodeContext&) {
          "of the int8 tiles (which run these codes unpacked; --on-slow=allow keeps the packed weights)";
 }
 
+// ---- group-wise weights (qbw rows): the same driver, one K block per group ----
+
+std::string check_qconv2d_qbw_kg4(const NodeContext& ctx) { return check_qconv2d_grouped_igemm(ctx, 4); }
+std::string check_qconv2d_qbw_kg16(const NodeContext& ctx) { return check_qconv2d_grouped_igemm(ctx, 16); }
+
+#if defined(__x86_64__)
+std::unique_ptr<Kernel> create_qconv2d_qbw_igemm_avx512vnni(const NodeContext& ctx) {
+  return create_qconv2d_u8_igemm(ctx, qu8_gemm_kernels_avx512vnni_8x32(), /*packed_weights=*/true);
+}
+std::unique_ptr<Kernel> create_qconv2d_qbw_igemm_avxvnni(const NodeContext& ctx) {
+  return create_qconv2d_u8_igemm(ctx, qu8_gemm_kernels_avxvnni(), true);
+}
+// 4- and 2-bit codes on the vpmaddubsw tiles where their int16 spans allow, else the int16 ones.
+std::unique_ptr<Kernel> create_qconv2d_qbw_igemm_avx2(const NodeContext& ctx) {
+  const Qu8GemmKernels* ks = qsub_gemm_kernels_avx2(static_cast<int>(std::min<int64_t>(qsub_int16_groups(ctx), 1 << 20)));
+  return ks ? create_qconv2d_u8_igemm(ctx, *ks, true) : create_qconv2d_u8_igemm(ctx, qu8_gemm_kernels_avx2());
+}
+#endif
+
+#if defined(__aarch64__)
+std::unique_ptr<Kernel> create_qconv2d_qbw_igemm_neondot(const NodeContext& ctx) {
+  return create_qconv2d_u8_igemm(ctx, qu8_gemm_kernels_neondot(), true);
+}
+// 8-bit smull where two products fit an int16 lane, else the int16 smlal tiles.
+std::unique_ptr<Kernel> create_qconv2d_qbw_igemm_neon(const NodeContext& ctx) {
+  if (check_qconv2d_qsub_neon(ctx).empty())
+    return create_qconv2d_u8_igemm(ctx, qsub_gemm_kernels_neon(qsub_neon_x_shift(ctx)), true);
+  return create_qconv2d_u8_igemm(ctx, qu8_gemm_kernels_neon());
+}
+#endif
+
 #if defined(__x86_64__)
 std::unique_ptr<Kernel> create_qconv2d_qsub_igemm_avx2(const NodeContext& ctx) {
   const int64_t g = qsub_int16_groups(ctx);

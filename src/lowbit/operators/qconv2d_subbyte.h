@@ -39,6 +39,17 @@ std::string check_qconv2d_qsub_neon_codes(const NodeContext& ctx) {
 }
 std::unique_ptr<Kernel> create_qconv2d_qsub_igemm_neon(const NodeContext& ctx);  // aarch64 builds only
 
+// Group-wise weights (QuantParams::block_size, `--group-size`, ONNX blocked DequantizeLinear): the
+// qbw rows, one per ISA, run the implicit GEMM with one K block per group (qconv2d_u8.h); the check
+// takes the k group of the set the row uses.
+std::string check_qconv2d_qbw_kg4(const NodeContext& ctx);
+std::string check_qconv2d_qbw_kg16(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qconv2d_qbw_igemm_avx512vnni(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qconv2d_qbw_igemm_avxvnni(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qconv2d_qbw_igemm_avx2(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qconv2d_qbw_igemm_neondot(const NodeContext& ctx);  // aarch64 builds only
+std::unique_ptr<Kernel> create_qconv2d_qbw_igemm_neon(const NodeContext& ctx);     // aarch64 builds only
+
 // Exact Winograd F(2x2, 3x3) on the AVX-512 VNNI kernels for narrow codes (4- or 2-bit activations
 // and weights): U' and V + 64 fit vpdpbusd's s8 x u8, so the 16 GEMMs run at the int8 rate with
 // 2.25x fewer multiply-adds than the direct tiles (operators/qconv2d_winograd_u8.cc).

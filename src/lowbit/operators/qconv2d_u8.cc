@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "lowbit/common/error.h"
@@ -42,8 +43,6 @@ class QConv2dIgemm final : public Kernel {
   QConv2dIgemm(const NodeContext& ctx, const Conv2dParams& p, const Qu8GemmKernels& ks, bool packed_weights)
       : p_(p), ks_(ks), rq_(ctx, p.M, 3) {
     const QuantParams& qx = *ctx.in(0).quant;
-    const Tensor w_i8 = ops::weights_i8(ctx);  // sub-byte codes unpacked once
-    const int8_t* w = w_i8.data<int8_t>();
     zp_x_ = static_cast<uint8_t>(qx.zero_point[0]);
 
     Cg_ = p.C_per_group();
@@ -57,7 +56,9 @@ class QConv2dIgemm final : public Kernel {
     // group has one tap, and each (pixel panel, tap) has its own runs, which leave out the pixels
     // whose source lies in the padding (the packers fill those with zp_x). Needs whole k groups
     // per tap. Else a padded copy of the input, its border zp_x, is refreshed every run.
-    taps_ = pad && Cg_ % kg == 0 ? p.KH * p.KW : 1;
+    // Group-wise weights need K tap-major too (a group is block_ input channels at one tap).
+    block_ = ctx.in(1).quant->block_size;
+    taps_ = (pad || block_ > 0) && Cg_ % kg == 0 ? p.KH * p.KW : 1;
     padded_copy_ = pad && taps_ == 1;
     PH_ = padded_copy_ ? p.H + p.pad_top + p.pad_bottom : p.H;
     PW_ = padded_copy_ ? p.W + p.pad_left + p.pad_right : p.W;
@@ -90,6 +91,12 @@ class QConv2dIgemm final : public Kernel {
     mpanels_ = ceil_div(Mg_, ks.mr);
     nkb_ = ceil_div(Kp_, ks.kc_max);
     kgb_ = ceil_div(ngroups, nkb_);  // k groups per block (the last block may be shorter)
+    if (block_ > 0) {
+      // One K block per weight group (the check keeps block_ a multiple of kg dividing Cg): its
+      // int32 sums come out of the tiles in partial mode and are scaled on their own.
+      kgb_ = block_ / kg;
+      nkb_ = Kp_ / block_;
+    }
 
     // Weights: per group and K block, panels of mr output channels (the last one narrower), each
     // nkg x mr words. K-block-major: a pixel panel's pass over one K block then reads the weights
@@ -109,10 +116,7 @@ class QConv2dIgemm final : public Kernel {
     expand_ = packed_weights && wbits < 8 && reg_bits_ == 8 ? ks.expand_for(wbits) : nullptr;
     wbits_ = expand_ ? wbits : 8;
     const int64_t step = 8 / reg_bits_;  // k groups per weight word
-    // One block's weights as the tiles read them: per k group, per row, kg values (int8, or int16
-    // when widened), lowest k first.
-    const int64_t elem = ks.widened ? 2 : 1;
-    std::vector<uint8_t> vals(static_cast<size_t>(mr_max * kgb_ * kg * elem));
+    const int64_t elem = ks.widened ? 2 : 1;  // bytes per weight in the tiles' words
     std::vector<int64_t> block_bytes;
     for (int64_t gi = 0; gi < p.group; ++gi)
       for (int64_t kb = 0; kb < nkb_; ++kb)
@@ -126,54 +130,49 @@ class QConv2dIgemm final : public Kernel {
     // Expanded blocks (whole chunks of 64 codes each, so that blocks expand in parallel).
     eblock_.assign(block_bytes.size() + 1, 0);
     for (size_t i = 0; i < block_bytes.size(); ++i) eblock_[i + 1] = eblock_[i] + block_bytes[i] * 8 / wbits_;
-    packed_ = Tensor(DType::u8, {ablock_.back() + 64});
-    size_t bi = 0;
-    for (int64_t gi = 0; gi < p.group; ++gi)
-      for (int64_t kb = 0; kb < nkb_; ++kb)
-        for (int64_t m0 = 0; m0 < Mg_; m0 += mr_max, ++bi) {
-          const int64_t mr = std::min(mr_max, Mg_ - m0), kk0 = kb * kgb_, nkg = std::min(kgb_, ngroups - kk0);
-          for (int64_t kk = 0; kk < nkg; ++kk)
-            for (int64_t r = 0; r < mr; ++r)
-              for (int64_t i = 0; i < kg; ++i) {
-                const int64_t k = wk[static_cast<size_t>((kk0 + kk) * kg + i)];
-                // int16, little endian: its low byte is the int8 value (elem 1).
-                const int16_t v = static_cast<int16_t>(k >= 0 ? w[(gi * Mg_ + m0 + r) * K_ + k] : 0);
-                std::memcpy(&vals[static_cast<size_t>(((kk * mr + r) * kg + i) * elem)], &v, static_cast<size_t>(elem));
-              }
-          uint8_t* dst = packed_.data<uint8_t>() + ablock_[bi];
-          if (expand_) {
-            pack_subbyte_block(reinterpret_cast<const int8_t*>(vals.data()), mr * nkg * kg, wbits_, dst);
-          } else if (reg_bits_ < 8) {
-            // Word (s, r) of a kg = 4 set: byte i holds the codes of k groups s * step + q at bits
-            // [8 - b (q + 1), 8 - b q) (q = 0 on top), as the tiles' weight_group reads them.
-            const uint32_t mask = (1u << reg_bits_) - 1u;
-            for (int64_t st = 0; st < ceil_div(nkg, step); ++st)
-              for (int64_t r = 0; r < mr; ++r) {
-                uint32_t word = 0;
-                for (int64_t q = 0; q < step && st * step + q < nkg; ++q)
-                  for (int i = 0; i < 4; ++i)
-                    word |= ((vals[static_cast<size_t>(((st * step + q) * mr + r) * 4 + i)] & mask)
-                             << (8 - reg_bits_ * (q + 1))) << (8 * i);
-                std::memcpy(dst + (st * mr + r) * 4, &word, 4);
-              }
-          } else {
-            std::memcpy(dst, vals.data(), static_cast<size_t>(mr * nkg * kg * elem));
-          }
-        }
-    if (!ks.widened) {
-      // (x_shift - zp_x) * sum_k w: the kernel sums (x - x_shift) * w (raw u8 for VNNI, s8 for sdot);
-      // plus this it equals sum (x - zp_x) * w (mod 2^32).
-      row_init_.resize(static_cast<size_t>(p.M));
-      for (int64_t m = 0; m < p.M; ++m) {
-        int64_t s = 0;
-        for (int64_t k = 0; k < K_; ++k) s += w[m * K_ + k];
-        // Weights unpacked in registers read as 2^(8 - b) w: so does the sum (mod 2^32; the check
-        // keeps 2^(8 - b) |acc| below 2^31).
-        row_init_[static_cast<size_t>(m)] = static_cast<int32_t>(static_cast<uint32_t>(
-            (ks.x_shift - static_cast<int64_t>(zp_x_)) * s * (int64_t{1} << (8 - reg_bits_))));
+    // The weights' own sums, one int32 per output channel (or per group and channel): row_init_ /
+    // grow_init_ below.
+    const size_t ninit = block_ > 0 ? (ks.widened ? 0 : static_cast<size_t>(nkb_ * p.M))
+                                     : (ks.widened ? 0 : static_cast<size_t>(p.M));
+    const int64_t wbytes = ablock_.back() + 64;
+    // A layout stored on the node by `quantize --prepack` (Kernel::prepacked) is read in place when
+    // it names this very layout: the kernel set and tile, the shapes, zp_x and the weights' hash.
+    const Tensor& wt = *ctx.constant(1);
+    char key[320];
+    std::snprintf(key, sizeof key,
+                  "qconv-igemm/1 isa=%s mr=%d kg=%d kc=%d nr=%d/%d widened=%d wbits=%d/%d xshift=%d g=%lld M=%lld "
+                  "K=%lld taps=%lld block=%lld zpx=%d bytes=%lld+%zu w=%016llx",
+                  ks.isa, ks.mr, ks.kg, ks.kc_max, ks.nr, ks.nr_tail, ks.widened ? 1 : 0, reg_bits_, wbits_,
+                  static_cast<int>(ks.x_shift), static_cast<long long>(p.group), static_cast<long long>(p.M),
+                  static_cast<long long>(K_), static_cast<long long>(taps_), static_cast<long long>(block_), zp_x_,
+                  static_cast<long long>(wbytes), ninit * 4,
+                  static_cast<unsigned long long>(content_hash(wt.raw(), static_cast<size_t>(wt.nbytes()))));
+    key_ = key;
+    const Tensor* stored = ctx.node.attrs.get_tensor(kPrepackedAttr);
+    if (stored && stored->dtype() == DType::u8 && stored->nbytes() == wbytes + static_cast<int64_t>(ninit * 4) &&
+        ctx.node.attrs.get_string(kPrepackedKeyAttr, "") == key_) {
+      packed_ = *stored;
+      std::vector<int32_t>& init = block_ > 0 ? grow_init_ : row_init_;
+      init.resize(ninit);
+      if (ninit) std::memcpy(init.data(), stored->data<uint8_t>() + wbytes, ninit * 4);
+      stored_ = true;
+    } else {
+      pack_weights(ctx, p, ks, wk);
+    }
+    if (block_ > 0) {
+      // Per group (K block kb, tap-major: tap kb * block_ / Cg, input channels from kb * block_ % Cg)
+      // and output channel: the requantization scale s_x * s_w[m][group] / s_y.
+      const QuantParams& qw = *ctx.in(1).quant;
+      const WeightGroups wgr = weight_groups({p.M, Cg_, p.KH, p.KW}, block_);
+      const double s_x = qx.scale[0], s_y = ctx.out(0).quant->scale[0];
+      gscale_.assign(static_cast<size_t>(nkb_ * p.M), 0.0f);
+      for (int64_t kb = 0; kb < nkb_; ++kb) {
+        const int64_t tap = kb * block_ / Cg_, c0 = kb * block_ % Cg_;
+        for (int64_t m = 0; m < p.M; ++m)
+          gscale_[static_cast<size_t>(kb * p.M + m)] =
+              static_cast<float>(s_x * qw.scale[static_cast<size_t>(wgr.index(m, c0, tap))] / s_y);
       }
     }
-
 
     // The sums come out 2^(8 - b) times too large; fmaf(float(2^j acc), scale / 2^j, bias) is the
     // same float as fmaf(float(acc), scale, bias) (powers of two commute with rounding; the check
@@ -240,14 +239,105 @@ class QConv2dIgemm final : public Kernel {
     rbytes_ = kgb_ * kg * ks.nr_tail * elem;
     partial_words_ = mpanels_ * mr_max * ks.nr;
     abytes_ = expand_ ? ceil_div(mr_max * kgb_ * kg, 64) * 64 + 64 : 0;
+    // Group-wise weights: float sums beside the int32 ones, one per partial word.
+    const int64_t fbytes = block_ > 0 ? partial_words_ * 4 + 64 : 0;
     scratch_floats_ =
-        floats_for(bbytes_ + 64 + rbytes_ + 64 + (partial_words_ + mpanels_ * kRiderWords) * 4 + abytes_);
+        floats_for(bbytes_ + 64 + rbytes_ + 64 + (partial_words_ + mpanels_ * kRiderWords) * 4 + abytes_ + fbytes);
     scratch_.reserve(std::max(ctx.threads, 1), scratch_floats_);
   }
 
-  int64_t packed_weight_bytes() const override {
-    return packed_.nbytes() + static_cast<int64_t>((rq_.scale.size() + rq_.bias.size()) * 4 + row_init_.size() * 4);
+  // Packs the node's weights into packed_ (the layout above: wk[k] is the weights' column of
+  // im2col row k) and computes row_init_ / grow_init_ from them.
+  void pack_weights(const NodeContext& ctx, const Conv2dParams& p, const Qu8GemmKernels& ks,
+                    const std::vector<int64_t>& wk) {
+    const Tensor w_i8 = ops::weights_i8(ctx);  // sub-byte codes unpacked once
+    const int8_t* w = w_i8.data<int8_t>();
+    const int64_t kg = ks.kg, mr_max = ks.mr, ngroups = Kp_ / kg, step = 8 / reg_bits_, elem = ks.widened ? 2 : 1;
+    // One block's weights as the tiles read them: per k group, per row, kg values (int8, or int16
+    // when widened), lowest k first.
+    std::vector<uint8_t> vals(static_cast<size_t>(mr_max * kgb_ * kg * elem));
+    packed_ = Tensor(DType::u8, {ablock_.back() + 64});
+    size_t bi = 0;
+    for (int64_t gi = 0; gi < p.group; ++gi)
+      for (int64_t kb = 0; kb < nkb_; ++kb)
+        for (int64_t m0 = 0; m0 < Mg_; m0 += mr_max, ++bi) {
+          const int64_t mr = std::min(mr_max, Mg_ - m0), kk0 = kb * kgb_, nkg = std::min(kgb_, ngroups - kk0);
+          for (int64_t kk = 0; kk < nkg; ++kk)
+            for (int64_t r = 0; r < mr; ++r)
+              for (int64_t i = 0; i < kg; ++i) {
+                const int64_t k = wk[static_cast<size_t>((kk0 + kk) * kg + i)];
+                // int16, little endian: its low byte is the int8 value (elem 1).
+                const int16_t v = static_cast<int16_t>(k >= 0 ? w[(gi * Mg_ + m0 + r) * K_ + k] : 0);
+                std::memcpy(&vals[static_cast<size_t>(((kk * mr + r) * kg + i) * elem)], &v, static_cast<size_t>(elem));
+              }
+          uint8_t* dst = packed_.data<uint8_t>() + ablock_[bi];
+          if (expand_) {
+            pack_subbyte_block(reinterpret_cast<const int8_t*>(vals.data()), mr * nkg * kg, wbits_, dst);
+          } else if (reg_bits_ < 8) {
+            // Word (s, r) of a kg = 4 set: byte i holds the codes of k groups s * step + q at bits
+            // [8 - b (q + 1), 8 - b q) (q = 0 on top), as the tiles' weight_group reads them.
+            const uint32_t mask = (1u << reg_bits_) - 1u;
+            for (int64_t st = 0; st < ceil_div(nkg, step); ++st)
+              for (int64_t r = 0; r < mr; ++r) {
+                uint32_t word = 0;
+                for (int64_t q = 0; q < step && st * step + q < nkg; ++q)
+                  for (int i = 0; i < 4; ++i)
+                    word |= ((vals[static_cast<size_t>(((st * step + q) * mr + r) * 4 + i)] & mask)
+                             << (8 - reg_bits_ * (q + 1))) << (8 * i);
+                std::memcpy(dst + (st * mr + r) * 4, &word, 4);
+              }
+          } else {
+            std::memcpy(dst, vals.data(), static_cast<size_t>(mr * nkg * kg * elem));
+          }
+        }
+    if (block_ > 0) {
+      // Per group (K block kb: tap kb * block_ / Cg, input channels from kb * block_ % Cg) and
+      // output channel, for the unwidened sets: the group's (x_shift - zp_x) * sum w.
+      if (!ks.widened) grow_init_.assign(static_cast<size_t>(nkb_ * p.M), 0);
+      for (int64_t kb = 0; kb < nkb_ && !ks.widened; ++kb) {
+        const int64_t tap = kb * block_ / Cg_, c0 = kb * block_ % Cg_;
+        for (int64_t m = 0; m < p.M; ++m) {
+          int64_t sum = 0;
+          for (int64_t c = c0; c < c0 + block_; ++c) sum += w[(m * Cg_ + c) * p.KH * p.KW + tap];
+          grow_init_[static_cast<size_t>(kb * p.M + m)] =
+              static_cast<int32_t>(static_cast<uint32_t>((ks.x_shift - static_cast<int64_t>(zp_x_)) * sum));
+        }
+      }
+    } else if (!ks.widened) {
+      // (x_shift - zp_x) * sum_k w: the kernel sums (x - x_shift) * w (raw u8 for VNNI, s8 for sdot);
+      // plus this it equals sum (x - zp_x) * w (mod 2^32).
+      row_init_.resize(static_cast<size_t>(p.M));
+      for (int64_t m = 0; m < p.M; ++m) {
+        int64_t s = 0;
+        for (int64_t k = 0; k < K_; ++k) s += w[m * K_ + k];
+        // Weights unpacked in registers read as 2^(8 - b) w: so does the sum (mod 2^32; the check
+        // keeps 2^(8 - b) |acc| below 2^31).
+        row_init_[static_cast<size_t>(m)] = static_cast<int32_t>(static_cast<uint32_t>(
+            (ks.x_shift - static_cast<int64_t>(zp_x_)) * s * (int64_t{1} << (8 - reg_bits_))));
+      }
+    }
   }
+
+  int64_t packed_weight_bytes() const override {
+    const size_t inits = row_init_.size() + grow_init_.size() + gscale_.size();
+    return ablock_.back() + 64 + static_cast<int64_t>((rq_.scale.size() + rq_.bias.size() + inits) * 4);
+  }
+
+  // The blob: packed_'s weight blocks (and their 64 bytes of slack), then row_init_ or grow_init_.
+  bool prepacked(std::string& key, Tensor& blob) const override {
+    key = key_;
+    if (stored_) {
+      blob = packed_;
+      return true;
+    }
+    const std::vector<int32_t>& init = block_ > 0 ? grow_init_ : row_init_;
+    const int64_t wbytes = ablock_.back() + 64;
+    blob = Tensor(DType::u8, {wbytes + static_cast<int64_t>(init.size() * 4)});
+    std::memcpy(blob.raw(), packed_.raw(), static_cast<size_t>(wbytes));
+    if (!init.empty()) std::memcpy(blob.data<uint8_t>() + wbytes, init.data(), init.size() * 4);
+    return true;
+  }
+  bool uses_prepacked() const override { return stored_; }
 
   void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
     const int threads = pool.size();
@@ -331,7 +421,8 @@ class QConv2dIgemm final : public Kernel {
   // Partial-sum words per channel panel a rider may need (narrow kernels: narrow_max x 16 at most).
   static constexpr int64_t kRiderWords = 16 * 16;
 
-  bool narrow_panel(const Panel& pan) const { return pan.tail && pan.nvalid <= ks_.narrow_max; }
+  // (Not with group-wise weights: their float sums keep the tiles' row-major partial layout.)
+  bool narrow_panel(const Panel& pan) const { return block_ == 0 && pan.tail && pan.nvalid <= ks_.narrow_max; }
 
   // Packs K block kb of panel pan into b: one packer call per tap the block spans.
   void pack_block(const Panel& pan, int64_t kb, const uint8_t* xg, int64_t avail, uint8_t* b) const {
@@ -380,6 +471,7 @@ class QConv2dIgemm final : public Kernel {
     int32_t* partial = reinterpret_cast<int32_t*>(rbuf + ceil_div(rbytes_ + 64, 64) * 64);
     int32_t* rpartial = partial + partial_words_;
     int8_t* abuf = reinterpret_cast<int8_t*>(rpartial + mpanels_ * kRiderWords);  // expanded sub-byte block
+    float* fsum = reinterpret_cast<float*>(abuf + abytes_);  // group-wise weights: float sums (partial's layout)
     const uint8_t* packed = packed_.data<uint8_t>();
     const int64_t ngroups = Kp_ / kg;
     const Qu8GemmUkernel* table = table_of(pan);
@@ -430,6 +522,23 @@ class QConv2dIgemm final : public Kernel {
         e.scale = rq_.scale.data() + m;
         e.bias = rq_.bias.data() + m;
         e.res = res ? res + m * OHW_ + pan.p0 : nullptr;
+        if (block_ > 0) {
+          // A group: its int32 sums alone (first, not last), then folded into the float sums,
+          // which start at the bias; the last group's epilogue runs from the floats.
+          Qu8GemmEpilogue ge = e;
+          ge.first = true;
+          ge.last = false;
+          ge.row_init = grow_init_.empty() ? nullptr : grow_init_.data() + kb * p_.M + m;
+          table[mr](static_cast<size_t>(pan.nvalid), static_cast<size_t>(nkg), a, b, nullptr, 0, ge);
+          float* fs = fsum + (mp - mp0) * mr_max * nr;
+          if (kb == 0)
+            for (int64_t r = 0; r < mr; ++r) std::fill(fs + r * nr, fs + (r + 1) * nr, rq_.bias[static_cast<size_t>(m + r)]);
+          ks_.group_fma(ge.partial, gscale_.data() + kb * p_.M + m, static_cast<size_t>(mr), static_cast<size_t>(nr), fs);
+          if (e.last)
+            ks_.group_finish(fs, static_cast<size_t>(mr), static_cast<size_t>(nr), static_cast<size_t>(pan.nvalid),
+                             y + m * OHW_ + pan.p0, static_cast<size_t>(OHW_), e);
+          continue;
+        }
         table[mr](static_cast<size_t>(pan.nvalid), static_cast<size_t>(nkg), a, b, y + m * OHW_ + pan.p0,
                   static_cast<size_t>(OHW_), e);
         if (!rider) continue;
@@ -457,7 +566,12 @@ class QConv2dIgemm final : public Kernel {
   int64_t nkb_ = 0, kgb_ = 0, mpanels_ = 0, bbytes_ = 0, rbytes_ = 0, partial_words_ = 0, scratch_floats_ = 0;
   // Weight blocks (int8 words, or packed sub-byte chunks when expand_ is set) and their offsets.
   Tensor packed_, padded_;
+  std::string key_;      // names packed_'s layout (Kernel::prepacked)
+  bool stored_ = false;  // packed_ is a stored layout (the artifact's bytes, read in place)
   std::vector<int64_t> ablock_, eblock_;
+  int64_t block_ = 0;                // group-wise weights: input channels per group (0: per channel)
+  std::vector<float> gscale_;        // [K block = group][M]: s_x * s_w[m][group] / s_y
+  std::vector<int32_t> grow_init_;   // [group][M]: (x_shift - zp_x) * the group's sum of w
   Qu8ExpandCodes expand_ = nullptr;
   bool expand_all_ = false;
   int wbits_ = 8;    // bits per code in packed_ when expand_ is set
@@ -485,6 +599,9 @@ std::string need_quant(const Value& v, const char* what, size_t channels) {
   if (!v.quant || v.quant->scale.empty()) return std::string(what) + " has no quantization parameters";
   const QuantParams& q = *v.quant;
   if (q.zero_point.size() != q.scale.size()) return std::string(what) + ": scale and zero_point counts differ";
+  if (q.block_size > 0)
+    return std::string(what) + " are group-wise (a scale per " + std::to_string(q.block_size) +
+           " input channels and tap): the qbw rows take them";
   if (q.scale.size() != 1 && q.scale.size() != channels)
     return std::string(what) + " has " + std::to_string(q.scale.size()) + " scales, needs 1" +
            (channels > 1 ? " or " + std::to_string(channels) : std::string());
@@ -515,6 +632,36 @@ std::string check_qconv2d_u8_igemm(const NodeContext& ctx) {
     if (!r.empty()) return r;
   for (int32_t z : ctx.in(1).quant->zero_point)
     if (z != 0) return "weights zero point " + std::to_string(z) + ", needs symmetric (0)";
+  return "";
+}
+
+std::string check_qconv2d_grouped_igemm(const NodeContext& ctx, int64_t kg) {
+  const Value& wv = ctx.in(1);
+  if (!wv.quant || wv.quant->block_size <= 0) return "weights are not group-wise (block_size 0)";
+  // The igemm's own conditions with the weights' group-wise scales taken as they are.
+  const Conv2dParams p = conv2d_params(ctx.graph, ctx.node);
+  const int64_t B = wv.quant->block_size, Cg = p.C_per_group();
+  const WeightGroups wg = weight_groups({p.M, Cg, p.KH, p.KW}, B);
+  if (static_cast<int64_t>(wv.quant->scale.size()) != wg.count())
+    return "weights have " + std::to_string(wv.quant->scale.size()) + " scales; block size " + std::to_string(B) +
+           " needs " + std::to_string(wg.count());
+  for (float sc : wv.quant->scale)
+    if (!(sc > 0.0f) || !std::isfinite(sc)) return "weights have a non-positive or non-finite scale";
+  for (int32_t z : wv.quant->zero_point)
+    if (z != 0) return "weights zero point " + std::to_string(z) + ", needs symmetric (0)";
+  if (Cg % B != 0)
+    return std::to_string(Cg) + " input channels per group are not a multiple of the block size " + std::to_string(B);
+  if (B % kg != 0)
+    return "block size " + std::to_string(B) + " is not a multiple of this kernel's k group (" + std::to_string(kg) + ")";
+  using qops::need_dtype;
+  for (auto r : {need_dtype(ctx, 0, "input", DType::u8), qops::need_weights(ctx), need_dtype(ctx, 2, "bias", DType::f32),
+                 need_dtype(ctx, 3, "residual", DType::u8), ops::need_constant(ctx, 1, "weights"),
+                 ops::need_constant(ctx, 2, "bias"), ops::need_rank4(ctx), qops::need_quant(ctx.in(0), "input", 1),
+                 qops::need_quant(ctx.out(0), "output", 1),
+                 ctx.has_input(3) ? qops::need_quant(ctx.in(3), "residual", 1) : std::string()})
+    if (!r.empty()) return r;
+  if (ctx.out(0).dtype != DType::u8) return std::string("output dtype ") + dtype_name(ctx.out(0).dtype) + ", needs u8";
+  if (code_dtype(wv) == DType::b1) return "b1 weights take one scale per output channel";
   return "";
 }
 

@@ -22,6 +22,11 @@ std::string need_weights(const NodeContext& ctx);
 std::string need_quant(const Value& v, const char* what, size_t channels);
 }  // namespace qops
 
+// QConv with group-wise weight scales (QuantParams::block_size) on the same driver: each group of K
+// is one K block whose int32 sums are scaled on their own; needs the set's group_fma /
+// group_finish, a block size that is a multiple of its k group (kg) and divides the input channels.
+std::string check_qconv2d_grouped_igemm(const NodeContext& ctx, int64_t kg);
+
 // QConv as implicit GEMM: any group, stride, dilation and padding, bias, residual and clamp.
 std::string check_qconv2d_u8_igemm(const NodeContext& ctx);
 // packed_weights: 4- and 2-bit weights stay packed in memory and are expanded per tile, where the

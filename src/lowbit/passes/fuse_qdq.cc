@@ -37,6 +37,7 @@ struct Params {
   std::vector<int32_t> zp;
   int64_t axis = -1;  // -1: per tensor
   DType dtype = DType::u8;
+  int64_t block = 0;  // opset 21's block_size: blocked along axis (scale shape: x's, axis ceil-divided)
 };
 
 bool same_params(const QuantParams& a, const QuantParams& b) {
@@ -126,7 +127,8 @@ class QdqFuser {
     for (int64_t i = 0; i < s->numel(); ++i) p.scale.push_back(s->data<float>()[i]);
     for (int64_t i = 0; i < s->numel(); ++i) p.zp.push_back(z ? static_cast<int32_t>(read_int(*z, z->numel() == 1 ? 0 : i)) : 0);
     p.dtype = z ? z->dtype() : data_dtype;
-    if (s->numel() != 1) p.axis = axis_attr < 0 ? axis_attr + rank : axis_attr;
+    p.block = n.attrs.get_int("block_size", 0);
+    if (s->numel() != 1 || p.block > 0) p.axis = axis_attr < 0 ? axis_attr + rank : axis_attr;
     for (float x : p.scale)
       if (!(x > 0.f) || !std::isfinite(x)) throw Fail{"scale of " + n.label() + " is not positive and finite"};
     return p;
@@ -383,15 +385,32 @@ class QdqFuser {
     const bool transpose = channel_axis == 1;
     if (transpose && s.size() != 2) throw Fail{"weights must be 2-D"};
     const int64_t M = s[static_cast<size_t>(channel_axis)], K = data.numel() / std::max<int64_t>(M, 1);
-    if (p.scale.size() != 1 && (p.axis != channel_axis || static_cast<int64_t>(p.scale.size()) != M))
+    // Blocked (group-wise) weights: along the input channels (axis 1 of [M, C, ...] weights, axis 0
+    // of MatMul's [K, N]), lowbit's QuantParams::block_size with the scales in [M][blocks][taps].
+    const int64_t in_axis = transpose ? 0 : 1;
+    if (p.block > 0 && p.axis != in_axis)
+      throw Fail{"weights are blocked along axis " + std::to_string(p.axis) + "; lowbit's group-wise weights block axis " +
+                 std::to_string(in_axis) + " (the input channels)"};
+    if (p.block == 0 && p.scale.size() != 1 && (p.axis != channel_axis || static_cast<int64_t>(p.scale.size()) != M))
       throw Fail{"weights are quantized along axis " + std::to_string(p.axis) + "; lowbit needs per output channel (axis " +
                  std::to_string(channel_axis) + ")"};
+    const Shape ls = transpose ? Shape{M, K} : s;  // lowbit's [M, C, ...] order
+    const WeightGroups wg = weight_groups(ls, p.block);
+    // The ONNX scale / zero-point index of lowbit's group (m, c, tap) (MatMul: [blocks][N]).
+    auto group_src = [&](int64_t m, int64_t c, int64_t t) {
+      return transpose ? (c / p.block) * M + m : wg.index(m, c, t);
+    };
+    auto zp_of = [&](int64_t m, int64_t k) -> int32_t {
+      if (p.zp.size() == 1) return p.zp[0];
+      if (p.block > 0) return p.zp[static_cast<size_t>(group_src(m, k / wg.taps, k % wg.taps))];
+      return p.zp[static_cast<size_t>(m)];
+    };
     Weights r;
-    r.w = Tensor(DType::i8, transpose ? Shape{M, K} : s);
+    r.w = Tensor(DType::i8, ls);
     r.q.axis = 0;
     for (int64_t m = 0; m < M; ++m) {
-      const int32_t z = p.zp[p.zp.size() == 1 ? 0 : static_cast<size_t>(m)];
       for (int64_t k = 0; k < K; ++k) {
+        const int32_t z = zp_of(m, k);
         const int64_t src = transpose ? k * M + m : m * K + k;
         const int64_t v = read_int(data, src) - z;
         const int64_t lo = dtype_info(code).qmin, hi = dtype_info(code).qmax;
@@ -414,7 +433,15 @@ class QdqFuser {
       r.w = convert_codes(r.w, narrowest);
       r.q.code = narrowest;
     }
-    if (p.scale.size() == 1) {
+    if (p.block > 0) {
+      r.q.block_size = p.block;
+      r.q.scale.assign(static_cast<size_t>(wg.count()), 0.0f);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t c = 0; c < wg.C; c += p.block)
+          for (int64_t t = 0; t < wg.taps; ++t)
+            r.q.scale[static_cast<size_t>(wg.index(m, c, t))] = p.scale[static_cast<size_t>(group_src(m, c, t))];
+      r.q.zero_point.assign(r.q.scale.size(), 0);
+    } else if (p.scale.size() == 1) {
       r.q.scale = {p.scale[0]};
       r.q.zero_point = {0};
     } else {

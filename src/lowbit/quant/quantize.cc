@@ -115,7 +115,8 @@ Tensor quantize_weights_b1(const Tensor& w, DType storage, QuantParams& q) {
 
 }  // namespace
 
-Tensor quantize_weights(const Tensor& w, DType code, WeightScale rule, DType storage, QuantParams& q) {
+Tensor quantize_weights(const Tensor& w, DType code, WeightScale rule, DType storage, QuantParams& q,
+                        int64_t block_size) {
   const DTypeInfo& d = dtype_info(code);
   if (!d.is_signed || d.is_float || d.bits > 8)
     throw Error(std::string("weight codes must be i8, i4, i2 or b1, not ") + d.name);
@@ -131,6 +132,35 @@ Tensor quantize_weights(const Tensor& w, DType code, WeightScale rule, DType sto
   q.axis = 0;
   q.narrow = narrow;
   if (code != DType::i8) q.code = code;
+  if (block_size > 0 && w.shape().size() >= 2) {
+    // Group-wise: a scale per block of input channels (axis 1), output channel and tap, chosen by
+    // the same rule as a channel's; the scales in ONNX's blocked layout (graph.h, WeightGroups).
+    const WeightGroups wg = weight_groups(w.shape(), block_size);
+    q.block_size = block_size;
+    q.scale.assign(static_cast<size_t>(wg.count()), 1.0f);
+    q.zero_point.assign(static_cast<size_t>(wg.count()), 0);
+    std::vector<float> vals;
+    std::vector<int64_t> at;
+    for (int64_t m = 0; m < wg.M; ++m)
+      for (int64_t c0 = 0; c0 < wg.C; c0 += wg.block)
+        for (int64_t t = 0; t < wg.taps; ++t) {
+          vals.clear();
+          at.clear();
+          for (int64_t c = c0; c < std::min(wg.C, c0 + wg.block); ++c) {
+            at.push_back((m * wg.C + c) * wg.taps + t);
+            vals.push_back(w.data<float>()[at.back()]);
+          }
+          float amax = 0;
+          for (float v : vals) amax = std::max(amax, std::fabs(v));
+          float scale = amax > 0 ? amax / hi : 1.f;
+          if (rule == WeightScale::mse && amax > 0)
+            scale = mse_scale(vals.data(), static_cast<int64_t>(vals.size()), amax, lo, hi);
+          for (size_t i = 0; i < vals.size(); ++i)
+            store_code(out.raw(), storage, at[i], static_cast<int32_t>(std::clamp(std::nearbyint(vals[i] / scale), lo, hi)));
+          q.scale[static_cast<size_t>(wg.index(m, c0, t))] = scale;
+        }
+    return out;
+  }
   for (int64_t m = 0; m < M; ++m) {
     const float* src = w.data<float>() + m * per;
     float amax = 0;
@@ -216,7 +246,9 @@ class Rewriter {
   Tensor weights(const Node& n, const Tensor& w, QuantParams& q) const {
     const DType code = weight_code(n);
     const DType storage = opts_.mode == StorageMode::native ? code : DType::i8;
-    return quantize_weights(w, code, opts_.weight_scale, storage, q);
+    // Group-wise scales for the nodes at the precision's width; the ones kept 8-bit (stem,
+    // classifier) keep a scale per output channel.
+    return quantize_weights(w, code, opts_.weight_scale, storage, q, kept_8bit_.count(n.name) ? 0 : opts_.group_size);
   }
   std::string weight_name(const Node& n, ValueId w) const {
     return fv(w).name + "." + dtype_name(opts_.mode == StorageMode::native ? weight_code(n) : DType::i8);
@@ -505,9 +537,10 @@ Graph quantize_graph(const Graph& g, const std::vector<Range>& ranges, const Qua
 
 std::vector<Range> calibrate_model(CompiledModel& fp32, const QuantizeOptions& opts) {
   if (!opts.precision.quantized()) throw Error("calibration needs a quantized precision, not fp32");
-  if (opts.group_size != 0)
-    throw Error("--group-size " + std::to_string(opts.group_size) +
-                ": group-wise weight scales are not implemented yet (weights are quantized per output channel)");
+  if (opts.group_size < 0)
+    throw Error("--group-size " + std::to_string(opts.group_size) + ": must be positive (or 0: per output channel)");
+  if (opts.group_size > 0 && opts.precision.weight == DType::b1)
+    throw Error("--group-size: binary weights take one scale per output channel (XNOR-Net's mean |w|)");
   // Sub-byte activations: their ranges are chosen for 15 or 3 steps; with the default minmax, by
   // the MSE search instead (a 4-bit code over the full range of a ReLU output wastes most levels).
   std::vector<ValueCalibration> per_value;

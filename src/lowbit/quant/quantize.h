@@ -37,7 +37,7 @@ struct QuantizeOptions {
   Precision precision = kInt8;  // of every quantized Conv / Gemm not kept 8-bit
   StorageMode mode = StorageMode::native;
   WeightScale weight_scale = WeightScale::automatic;
-  int group_size = 0;           // 0: per channel (group-wise scales are not implemented yet)
+  int group_size = 0;           // 0: per output channel; G > 0: a scale per G input channels and tap
   Keep8Bit keep_8bit;
   CalibrationMethod method = CalibrationMethod::minmax;
   std::vector<std::vector<Tensor>> samples;  // calibration inputs; empty: synthetic
@@ -76,7 +76,10 @@ std::vector<DType> activation_widths(const Graph& g, const QuantizeOptions& opts
 // as `storage` (the code type itself, packed, or i8). i8 codes with the max rule are the int8
 // scheme: s = max|w| / 127, codes in [-127, 127]. The MSE rule searches s per channel for the
 // least squared error over the code range [qmin, qmax].
-Tensor quantize_weights(const Tensor& w, DType code, WeightScale rule, DType storage, QuantParams& q);
+// block_size > 0: group-wise scales, a scale per block_size input channels of each output channel and
+// tap (QuantParams::block_size), for weights of rank >= 2.
+Tensor quantize_weights(const Tensor& w, DType code, WeightScale rule, DType storage, QuantParams& q,
+                        int64_t block_size = 0);
 inline Tensor quantize_weights_per_channel(const Tensor& w, QuantParams& q) {
   return quantize_weights(w, DType::i8, WeightScale::max, DType::i8, q);
 }

@@ -163,6 +163,35 @@ int64_t CompiledModel::kernel_weight_bytes() const {
   return bytes;
 }
 
+Graph CompiledModel::graph_with_prepacked_weights(int* nodes, int64_t* bytes) const {
+  Graph g = graph_;
+  int count = 0;
+  int64_t total = 0;
+  for (const Step& s : steps_) {
+    std::string key;
+    Tensor blob;
+    Node& n = g.nodes[static_cast<size_t>(s.node)];
+    if (!s.kernel->prepacked(key, blob)) {
+      n.attrs.erase(kPrepackedAttr);  // a stale layout would only cost its bytes: drop it
+      n.attrs.erase(kPrepackedKeyAttr);
+      continue;
+    }
+    n.attrs.set(kPrepackedAttr, std::move(blob));
+    n.attrs.set(kPrepackedKeyAttr, key);
+    ++count;
+    total += n.attrs.get_tensor(kPrepackedAttr)->nbytes();
+  }
+  if (nodes) *nodes = count;
+  if (bytes) *bytes = total;
+  return g;
+}
+
+int CompiledModel::prepacked_kernels() const {
+  int n = 0;
+  for (const Step& s : steps_) n += s.kernel->uses_prepacked();
+  return n;
+}
+
 std::vector<Tensor> CompiledModel::run(const std::vector<Tensor>& inputs) { return execute(inputs, nullptr); }
 
 std::vector<Tensor> CompiledModel::run_profiled(const std::vector<Tensor>& inputs, std::vector<LayerTiming>& timings) {

@@ -62,6 +62,13 @@ class CompiledModel {
   // constants), built from those constants at creation: 4- and 2-bit weights stay packed where the
   // chosen kernel reads them packed (kernels/qsub-gemm/qsub_panel.h), else they are int8 here.
   int64_t kernel_weight_bytes() const;
+  // graph() with each kernel's weights in its own layout stored on its node (Kernel::prepacked), as
+  // `quantize --prepack` saves it: a later compile whose kernel computes the same layout (same
+  // kernel set, shapes and weights) reads the weights in place from the artifact's mapping instead
+  // of packing them. `nodes` / `bytes`: how many layouts were stored and their size.
+  Graph graph_with_prepacked_weights(int* nodes = nullptr, int64_t* bytes = nullptr) const;
+  // Kernels that read their weights from a stored layout (0 unless compiled from such a graph).
+  int prepacked_kernels() const;
   double compile_ms() const { return compile_ms_; }
 
  private:

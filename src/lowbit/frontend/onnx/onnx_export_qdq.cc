@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -48,7 +49,7 @@ class QdqExporter {
     bool int4 = false, exact = false;
     for (const Value& v : g_.values) {  // b1 weights of BinaryConv are written as +-alpha floats
       const bool sub = v.quant && bit_width(code_dtype(v)) < 8 && code_dtype(v) != DType::b1;
-      int4 |= sub && v.constant;
+      int4 |= (sub || (v.quant && v.quant->block_size > 0)) && v.constant;  // (blocked DQ: opset 21 too)
       exact |= sub && o_.exact_subbyte_types;
     }
     opset->set_version(exact ? kExportOnnxOpsetInt2 : int4 ? kExportOnnxOpsetInt4 : kExportOnnxOpset);
@@ -134,7 +135,8 @@ class QdqExporter {
   // False for lowbit-internal attributes (fused clamp, QDQ notes, pinned kernel) and for those
   // opset 13 lacks.
   static bool exported_attr(const Node& n, const std::string& k) {
-    return !(k == "act_min" || k == "act_max" || k == "qdq_unfused" || k == kPinnedKernelAttr) &&
+    return !(k == "act_min" || k == "act_max" || k == "qdq_unfused" || k == kPinnedKernelAttr ||
+             k == kPrepackedAttr || k == kPrepackedKeyAttr) &&
            opset13_attribute(n, k);
   }
   static void copy_attrs(onnx::NodeProto* p, const Node& n) {
@@ -205,10 +207,27 @@ class QdqExporter {
       throw Error("node " + n.label() + ": b1 (w1a1) weights have no ONNX QDQ form (no ONNX type holds +-1 codes; "
                   "binarised models are exported as Sign + Conv by their training frameworks)");
     if (!wv.constant || !storage_ok) throw Error("node " + n.label() + ": weights must be constant i8, i4 or i2");
-    const QuantParams& qw = quant(g_, n, w);
-    const bool per_channel = qw.scale.size() > 1;
     // Sub-byte codes as INT4, or (exact types) as INT4 / INT2 by their width.
     const DType wt = !sub ? DType::i8 : o_.exact_subbyte_types && code_dtype(wv) == DType::i2 ? DType::i2 : DType::i4;
+    const QuantParams& qw = quant(g_, n, w);
+    if (qw.block_size > 0) {
+      // Group-wise: a blocked DequantizeLinear (opset 21) along axis 1, scales (and zero zero
+      // points) in x's shape with that axis ceil-divided: lowbit's own layout.
+      const WeightGroups wg = weight_groups(wv.shape, qw.block_size);
+      Shape ss = wv.shape;
+      ss[1] = wg.blocks;
+      Tensor st(DType::f32, ss), zt(sub ? wt : DType::i8, ss);
+      std::memcpy(st.raw(), qw.scale.data(), qw.scale.size() * sizeof(float));
+      std::memset(zt.raw(), 0, static_cast<size_t>(zt.nbytes()));
+      const std::string data = sub ? initializer(wv.name, convert_codes(*wv.constant, wt)) : name(w);
+      const std::string s = initializer(wv.name + "_scale", st), z = initializer(wv.name + "_zero_point", zt);
+      std::string out = fresh(wv.name + "_dq");
+      auto* p = node("DequantizeLinear", wv.name + "_dequantize", {data, s, z}, {out});
+      attr_int(p, "axis", 1);
+      attr_int(p, "block_size", qw.block_size);
+      return out;
+    }
+    const bool per_channel = qw.scale.size() > 1;
     std::string data = sub ? initializer(wv.name, convert_codes(*wv.constant, wt)) : name(w);
     std::string s = vec_init(wv.name + "_scale", DType::f32, qw.scale, !per_channel);
     std::string z = vec_init(wv.name + "_zero_point", wt, qw.zero_point, !per_channel);
@@ -222,6 +241,7 @@ class QdqExporter {
   // dequantized: QDQ fusion into QLinearConv needs the bias in that form.
   std::string dq_bias(const Node& n, ValueId b, const QuantParams& qx, const QuantParams& qw) {
     if (b == kNoValue) return "";
+    if (qw.block_size > 0) return name(b);  // group-wise weights have no per-channel unit: the f32 bias
     const Tensor* t = g_.constant(b);
     if (!t || t->dtype() != DType::f32) throw Error("node " + n.label() + ": bias must be a constant f32");
     const int64_t M = t->numel();

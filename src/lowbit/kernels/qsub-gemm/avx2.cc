@@ -8,9 +8,13 @@
 #include "lowbit/kernels/qsub-gemm/qsub_gemm.h"
 #include "lowbit/kernels/qu8-gemm/qu8_ukernel_inl.h"
 #include "lowbit/kernels/qsub-gemm/qsub_panel.h"
+#include "lowbit/kernels/qu8-gemm/qu8_group_inl.h"
 
 namespace LOWBIT_KERNEL_NS {
 namespace {
+
+// Group-wise weight scales folded in per K block (kernels/qu8-gemm/qu8_group_inl.h).
+LOWBIT_GROUP_EPILOGUE(qsub, avx2)
 
 // 4- and 2-bit weight panels expanded per tile (kernels/qsub-gemm/qsub_panel.h).
 LOWBIT_SUBBYTE_EXPANDERS(avx2)
@@ -106,6 +110,8 @@ Qu8GemmKernels make_kernels() {
   fill_tiles<8, G>(k.tail, std::make_integer_sequence<int, 7>{});
   k.pack = qsub_pack_u8x4__avx2<16>;
   k.pack_tail = qsub_pack_u8x4__avx2<8>;
+  k.group_fma = qsub_group_fma__avx2;
+  k.group_finish = qsub_group_finish__avx2;
   k.expand4 = qsub_expand_w4__avx2;
   k.expand2 = qsub_expand_w2__avx2;
   return k;

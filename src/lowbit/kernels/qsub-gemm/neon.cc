@@ -17,9 +17,13 @@
 #include "lowbit/kernels/qu8-gemm/qu8_neon_inl.h"
 #include "lowbit/kernels/qsub-gemm/qsub_gemm.h"
 #include "lowbit/kernels/qsub-gemm/qsub_panel.h"
+#include "lowbit/kernels/qu8-gemm/qu8_group_inl.h"
 
 namespace LOWBIT_KERNEL_NS {
 namespace {
+
+// Group-wise weight scales folded in per K block (kernels/qu8-gemm/qu8_group_inl.h).
+LOWBIT_GROUP_EPILOGUE(qsub, neon)
 
 // 4- and 2-bit weight panels expanded once per run (kernels/qsub-gemm/qsub_panel.h).
 LOWBIT_SUBBYTE_EXPANDERS(neon)
@@ -110,6 +114,8 @@ Qu8GemmKernels make_kernels() {
   k.main[3] = k.tail[3] = qsub_gemm_tile__neon<3>;
   k.main[4] = k.tail[4] = qsub_gemm_tile__neon<4>;
   k.pack = k.pack_tail = qsub_pack_s8x16__neon<Shift>;
+  k.group_fma = qsub_group_fma__neon;
+  k.group_finish = qsub_group_finish__neon;
   k.expand4 = qsub_expand_w4__neon;
   k.expand2 = qsub_expand_w2__neon;
   return k;

@@ -10,9 +10,13 @@
 #include "lowbit/kernels/x86_simd.h"
 // x86_simd.h first: the shared helpers use its intrinsics.
 #include "lowbit/kernels/qu8-gemm/qu8_ukernel_inl.h"
+#include "lowbit/kernels/qu8-gemm/qu8_group_inl.h"
 
 namespace LOWBIT_KERNEL_NS {
 namespace {
+
+// Group-wise weight scales folded in per K block (kernels/qu8-gemm/qu8_group_inl.h).
+LOWBIT_GROUP_EPILOGUE(qu8, avx2)
 
 using ::lowbit::Qu8GemmEpilogue;
 using ::lowbit::Qu8GemmKernels;
@@ -184,6 +188,8 @@ const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avx2() {
     k.narrow[6] = qu8_gemm_narrow__avx2<6>;
     k.pack = qu8_pack_i16__avx2<16>;
     k.pack_tail = qu8_pack_i16__avx2<8>;
+    k.group_fma = qu8_group_fma__avx2;
+    k.group_finish = qu8_group_finish__avx2;
     return k;
   }();
   return ks;

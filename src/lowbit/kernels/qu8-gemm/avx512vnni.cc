@@ -12,6 +12,7 @@
 // x86_simd.h first: the shared helpers use its intrinsics.
 #include "lowbit/kernels/qu8-gemm/qu8_ukernel_inl.h"
 #include "lowbit/kernels/qsub-gemm/qsub_panel.h"
+#include "lowbit/kernels/qu8-gemm/qu8_group_inl.h"
 #include "lowbit/kernels/qu8-gemm/qu8_zmm_inl.h"
 
 #include <cstring>
@@ -19,6 +20,9 @@
 
 namespace LOWBIT_KERNEL_NS {
 namespace {
+
+// Group-wise weight scales folded in per K block (kernels/qu8-gemm/qu8_group_inl.h).
+LOWBIT_GROUP_EPILOGUE(qu8, avx512vnni)
 
 // 4- and 2-bit weight panels expanded per tile (kernels/qsub-gemm/qsub_panel.h).
 LOWBIT_SUBBYTE_EXPANDERS(avx512vnni)
@@ -475,6 +479,8 @@ Qu8GemmKernels wide_set(::lowbit::Qu8Im2colPack pack) {
   fill_wide<NV, WB>(k, std::make_integer_sequence<int, 8>{});
   k.pack = pack;
   k.pack_tail = qu8_pack_u8x4__avx512vnni<16>;
+  k.group_fma = qu8_group_fma__avx512vnni;
+  k.group_finish = qu8_group_finish__avx512vnni;
   k.expand4 = qsub_expand_w4__avx512vnni;
   k.expand2 = qsub_expand_w2__avx512vnni;
   return k;
@@ -495,6 +501,8 @@ Qu8GemmKernels set_16x16() {
   fill<WB>(k, std::make_integer_sequence<int, 16>{});
   k.pack = qu8_pack_u8x4__avx512vnni<16>;
   k.pack_tail = qu8_pack_u8x4__avx512vnni<8>;
+  k.group_fma = qu8_group_fma__avx512vnni;
+  k.group_finish = qu8_group_finish__avx512vnni;
   k.expand4 = qsub_expand_w4__avx512vnni;
   k.expand2 = qsub_expand_w2__avx512vnni;
   return k;

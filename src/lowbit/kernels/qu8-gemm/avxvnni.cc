@@ -6,10 +6,14 @@
 // x86_simd.h first: the shared helpers use its intrinsics.
 #include "lowbit/kernels/qu8-gemm/qu8_ukernel_inl.h"
 #include "lowbit/kernels/qsub-gemm/qsub_panel.h"
+#include "lowbit/kernels/qu8-gemm/qu8_group_inl.h"
 #include "lowbit/kernels/avxvnni_inl.h"
 
 namespace LOWBIT_KERNEL_NS {
 namespace {
+
+// Group-wise weight scales folded in per K block (kernels/qu8-gemm/qu8_group_inl.h).
+LOWBIT_GROUP_EPILOGUE(qu8, avxvnni)
 
 // 4- and 2-bit weight panels expanded per tile (kernels/qsub-gemm/qsub_panel.h).
 LOWBIT_SUBBYTE_EXPANDERS(avxvnni)
@@ -88,6 +92,8 @@ const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_avxvnni() {
     k.tail[6] = qu8_gemm_tile__avxvnni<6, 8>;
     k.pack = qu8_pack_u8x4__avxvnni<16>;
     k.pack_tail = qu8_pack_u8x4__avxvnni<8>;
+    k.group_fma = qu8_group_fma__avxvnni;
+    k.group_finish = qu8_group_finish__avxvnni;
     k.expand4 = qsub_expand_w4__avxvnni;
     k.expand2 = qsub_expand_w2__avxvnni;
     return k;

@@ -10,9 +10,13 @@
 // Panel layout of a k pair: 16 int16 of k0, then 16 int16 of k1 (a lane-indexed multiply needs no
 // interleaving); the weights keep the driver's layout, int32 words of (w[k0], w[k1]) per channel.
 #include "lowbit/kernels/qu8-gemm/qu8_neon_inl.h"
+#include "lowbit/kernels/qu8-gemm/qu8_group_inl.h"
 
 namespace LOWBIT_KERNEL_NS {
 namespace {
+
+// Group-wise weight scales folded in per K block (kernels/qu8-gemm/qu8_group_inl.h).
+LOWBIT_GROUP_EPILOGUE(qu8, neon)
 
 using ::lowbit::Qu8GemmEpilogue;
 using ::lowbit::Qu8GemmKernels;
@@ -129,6 +133,8 @@ const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_neon() {
     k.tail[6] = qu8_gemm_tile__neon<6, 8>;
     k.pack = qu8_pack_i16__neon<16>;
     k.pack_tail = qu8_pack_i16__neon<8>;
+    k.group_fma = qu8_group_fma__neon;
+    k.group_finish = qu8_group_finish__neon;
     return k;
   }();
   return ks;

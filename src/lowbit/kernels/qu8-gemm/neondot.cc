@@ -11,9 +11,13 @@
 // k group four B loads and one and a half A loads, 24 sdot by lane (4 channels per A vector).
 #include "lowbit/kernels/qu8-gemm/qu8_neon_inl.h"
 #include "lowbit/kernels/qsub-gemm/qsub_panel.h"
+#include "lowbit/kernels/qu8-gemm/qu8_group_inl.h"
 
 namespace LOWBIT_KERNEL_NS {
 namespace {
+
+// Group-wise weight scales folded in per K block (kernels/qu8-gemm/qu8_group_inl.h).
+LOWBIT_GROUP_EPILOGUE(qu8, neondot)
 
 // 4- and 2-bit weight panels expanded per tile (kernels/qsub-gemm/qsub_panel.h).
 LOWBIT_SUBBYTE_EXPANDERS(neondot)
@@ -130,6 +134,8 @@ const ::lowbit::Qu8GemmKernels& qu8_gemm_kernels_neondot() {
     k.tail[6] = qu8_gemm_tile__neondot<6, 8>;
     k.pack = qu8_pack_s8x4__neondot<16>;
     k.pack_tail = qu8_pack_s8x4__neondot<8>;
+    k.group_fma = qu8_group_fma__neondot;
+    k.group_finish = qu8_group_finish__neondot;
     k.expand4 = qsub_expand_w4__neondot;
     k.expand2 = qsub_expand_w2__neondot;
     return k;

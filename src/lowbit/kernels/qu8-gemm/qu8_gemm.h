@@ -61,6 +61,12 @@ using Qu8Im2colPack = void (*)(size_t kg, const uint8_t* x, size_t avail, const 
 // kernels/qsub-gemm/qsub_panel.h).
 using Qu8ExpandCodes = void (*)(const uint8_t* src, size_t chunks, int8_t* dst);
 
+// Group-wise weights (qu8_group_inl.h): acc = fmaf(float(partial), scale[row], acc) over an MR x NR
+// tile, and the contract's residual / clamp / round / store from such float sums.
+using Qu8GroupFma = void (*)(const int32_t* partial, const float* scale, size_t mr, size_t nr, float* acc);
+using Qu8GroupFinish = void (*)(const float* acc, size_t mr, size_t nr, size_t nc, uint8_t* c, size_t ldc,
+                                const Qu8GemmEpilogue& e);
+
 // What a conv / fc driver needs from one ISA.
 struct Qu8GemmKernels {
   static constexpr int kMaxMR = 16;
@@ -93,6 +99,10 @@ struct Qu8GemmKernels {
   // weights are unpacked to int8 panels once, at creation.
   Qu8ExpandCodes expand4 = nullptr, expand2 = nullptr;
   Qu8ExpandCodes expand_for(int bits) const { return bits == 4 ? expand4 : bits == 2 ? expand2 : nullptr; }
+  // Group-wise weight scales: the driver runs each group of K as one K block in partial mode and
+  // folds its sums in with these (nullptr: the set cannot run group-wise weights).
+  Qu8GroupFma group_fma = nullptr;
+  Qu8GroupFinish group_finish = nullptr;
 };
 
 }  // namespace lowbit

@@ -127,7 +127,7 @@ void requant_conv(const Graph& g, const Node& n, const Conv2dParams& p, const st
   const float s_y = qy.scale[0];
   std::vector<float> req_scale(static_cast<size_t>(p.M)), req_bias(static_cast<size_t>(p.M), 0.0f);
   for (int64_t m = 0; m < p.M; ++m) {
-    req_scale[size_t(m)] = static_cast<float>(s_x * scale_at(qw, m) / s_y);
+    req_scale[size_t(m)] = static_cast<float>(s_x * scale_at(qw, m) / s_y);  // (per-channel weights)
     if (bias) req_bias[size_t(m)] = static_cast<float>(double(bias[m]) / s_y);
   }
   float res_scale = 0.0f;
@@ -147,12 +147,65 @@ void requant_conv(const Graph& g, const Node& n, const Conv2dParams& p, const st
   }
 }
 
+// Group-wise weights (QuantParams::block_size): an integer sum per block of input channels and tap,
+// each scaled on its own, in the order of the fast kernels' K (tap-major: taps outer, blocks of
+// input channels inner), starting from the bias:
+//   t = B[m] / s_y;  for tap, block: t = fmaf(float(acc[tap][block]), s_x * s_w[m][block][tap] / s_y, t)
+// (an int32 sum per group, modulo 2^32 as every accumulator), then the residual and the clamp as
+// for per-channel scales: with one group this is the per-channel contract exactly.
+void qconv_grouped(const Graph& g, const Node& n, const Conv2dParams& p, const uint8_t* x, int32_t zp_x, double s_x,
+                   const void* w, DType wt, const QuantParams& qw, const float* bias, const uint8_t* r, uint8_t* y) {
+  const QuantParams& qy = quant_of(g, n, n.outputs[0], "output");
+  const int32_t zp_y = qy.zero_point[0];
+  const float s_y = qy.scale[0];
+  const int64_t Cg = p.C_per_group(), Mg = p.M_per_group(), taps = p.KH * p.KW;
+  const WeightGroups wg = weight_groups({p.M, Cg, p.KH, p.KW}, qw.block_size);
+  if (static_cast<int64_t>(qw.scale.size()) != wg.count()) fail(n, "group-wise weight scales do not match the weights");
+  std::vector<float> gscale(static_cast<size_t>(wg.count()));
+  for (size_t i = 0; i < gscale.size(); ++i) gscale[i] = static_cast<float>(s_x * qw.scale[i] / s_y);
+  float res_scale = 0.0f;
+  int32_t zp_r = 0;
+  if (r) {
+    const QuantParams& qr = quant_of(g, n, n.inputs[3], "residual");
+    res_scale = static_cast<float>(double(qr.scale[0]) / s_y);
+    zp_r = qr.zero_point[0];
+  }
+  const QClamp c = qclamp(p.act_min, p.act_max, s_y, zp_y, code_range(g.value(n.outputs[0])));
+  size_t o = 0;
+  for (int64_t b = 0; b < p.N; ++b)
+    for (int64_t m = 0; m < p.M; ++m)
+      for (int64_t oh = 0; oh < p.OH; ++oh)
+        for (int64_t ow = 0; ow < p.OW; ++ow, ++o) {
+          float t = bias ? static_cast<float>(double(bias[m]) / s_y) : 0.0f;
+          for (int64_t tap = 0; tap < taps; ++tap) {
+            const int64_t kh = tap / p.KW, kw = tap % p.KW;
+            const int64_t ih = oh * p.SH - p.pad_top + kh * p.DH, iw = ow * p.SW - p.pad_left + kw * p.DW;
+            const bool inside = ih >= 0 && ih < p.H && iw >= 0 && iw < p.W;
+            for (int64_t c0 = 0; c0 < Cg; c0 += wg.block) {
+              int64_t sum = 0;
+              if (inside)
+                for (int64_t ci = c0; ci < std::min(Cg, c0 + wg.block); ++ci) {
+                  const int64_t xi = ((b * p.C + (m / Mg) * Cg + ci) * p.H + ih) * p.W + iw;
+                  sum += (int64_t{x[xi]} - zp_x) * load_code(w, wt, (m * Cg + ci) * taps + tap);
+                }
+              t = std::fmaf(static_cast<float>(static_cast<int32_t>(sum)), gscale[size_t(wg.index(m, c0, tap))], t);
+            }
+          }
+          if (r) t = std::fmaf(static_cast<float>(int32_t{r[o]} - zp_r), res_scale, t);
+          y[o] = requant(t, zp_y, c);
+        }
+}
+
 void qconv(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
   if (in[0].dtype != DType::u8 || !is_weight_storage(in[1].dtype) || out[0].dtype != DType::u8)
     fail(n, "QConv reference expects u8 input, i8 / i4 / i2 / b1 weights and u8 output");
   const Conv2dParams p = conv2d_params(g, n);
   const QuantParams& qx = quant_of(g, n, n.inputs[0], "input");
   const QuantParams& qw = quant_of(g, n, n.inputs[1], "weight");
+  if (qw.block_size > 0)
+    return qconv_grouped(g, n, p, in[0].as<uint8_t>(), qx.zero_point[0], qx.scale[0], in[1].data, in[1].dtype, qw,
+                         present(in, 2) ? in[2].as<float>() : nullptr, present(in, 3) ? in[3].as<uint8_t>() : nullptr,
+                         out[0].as<uint8_t>());
   const uint8_t* x = in[0].as<uint8_t>();
   const void* w = in[1].data;
   const DType wt = in[1].dtype;
@@ -201,11 +254,24 @@ void qgemm(const Graph& g, const Node& n, std::span<const TensorView> in, std::s
       if (bias) req_bias[size_t(j)] = static_cast<float>(double(bias[j]) / s_y);
     }
   }
+  // Group-wise weights: an int32 sum per block of K, each scaled on its own (as QConv's).
+  const int64_t block = qw.block_size > 0 ? qw.block_size : std::max<int64_t>(K, 1);
+  const WeightGroups wg = weight_groups({N, K}, qw.block_size);
+  if (qw.block_size > 0 && static_cast<int64_t>(qw.scale.size()) != wg.count())
+    fail(n, "group-wise weight scales do not match the weights");
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
-      int64_t s = 0;
-      for (int64_t k = 0; k < K; ++k) s += (int64_t{a[i * K + k]} - zp_x) * load_code(w, wt, j * K + k);
-      const float t = std::fmaf(static_cast<float>(static_cast<int32_t>(s)), req_scale[size_t(j)], req_bias[size_t(j)]);
+      float t = req_bias[size_t(j)];
+      for (int64_t k0 = 0; k0 < std::max<int64_t>(K, 1); k0 += block) {
+        int64_t s = 0;
+        for (int64_t k = k0; k < std::min(K, k0 + block); ++k) s += (int64_t{a[i * K + k]} - zp_x) * load_code(w, wt, j * K + k);
+        float sc = req_scale[size_t(j)];
+        if (qw.block_size > 0) {
+          const double sw = qw.scale[size_t(wg.index(j, k0, 0))];
+          sc = f32_out ? static_cast<float>(double(qx.scale[0]) * sw) : static_cast<float>(double(qx.scale[0]) * sw / s_y);
+        }
+        t = std::fmaf(static_cast<float>(static_cast<int32_t>(s)), sc, t);
+      }
       if (f32_out)
         out[0].as<float>()[i * N + j] = std::min(std::max(t, act_min), act_max);
       else
@@ -272,19 +338,31 @@ void qlut(const Graph& g, const Node& n, std::span<const TensorView> in, std::sp
 // ---- ONNX QuantizeLinear / DequantizeLinear ----
 
 // Index into a per-tensor (1 value) or per-axis scale for element i of a tensor of shape s.
+// Element i of x -> its scale / zero point: per tensor, per axis, or (opset 21's block_size > 0)
+// blocked along the axis: the scale tensor has x's shape with that axis ceil-divided by the block.
 struct AxisIndex {
-  int64_t inner = 1, count = 1;
+  int64_t inner = 1, count = 1, block = 0, blocks = 1;
   bool per_axis = false;
-  int64_t operator()(int64_t i) const { return per_axis ? (i / inner) % count : 0; }
+  int64_t operator()(int64_t i) const {
+    if (!per_axis) return 0;
+    if (block == 0) return (i / inner) % count;
+    const int64_t outer = i / (inner * count), a = (i / inner) % count, in = i % inner;
+    return (outer * blocks + a / block) * inner + in;
+  }
 };
 
 AxisIndex axis_index(const Node& n, const Shape& x, const TensorView& scale) {
   AxisIndex ix;
-  if (scale.numel() == 1) return ix;
+  const int64_t block = n.attrs.get_int("block_size", 0);
+  if (scale.numel() == 1 && block == 0) return ix;
   const int64_t axis = ref::norm_axis(n, n.attrs.get_int("axis", 1), static_cast<int64_t>(x.size()));
   ix.per_axis = true;
   ix.count = x[size_t(axis)];
   for (size_t d = size_t(axis) + 1; d < x.size(); ++d) ix.inner *= x[d];
+  if (block > 0) {
+    ix.block = block;
+    ix.blocks = (ix.count + block - 1) / block;
+  }
   return ix;
 }
 
