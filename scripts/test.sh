@@ -12,7 +12,11 @@ ctest --preset release -j "$jobs"
 if [ "${LOWBIT_SKIP_SANITIZERS:-0}" != 1 ]; then
   cmake --preset debug >/dev/null
   cmake --build --preset debug -j "$jobs"
-  ctest --preset debug -j "$jobs" -LE e2e
+  # Under ASan+UBSan the release-run repeats are left out: autotuning and artifact determinism run the
+  # same int8 pipeline as Quantize.*, and Explain's every-target sweep the same selection code per
+  # target (CI had reached 44 of its 40 minutes). Sub-byte, group-wise and prepacked tests stay.
+  ctest --preset debug -j "$jobs" -LE e2e \
+    -E '^(Autotune\.|Quantize\.SameInputsGiveTheSameArtifact|Explain\.EveryRejectionOnEveryNamedTarget)'
 fi
 # AArch64 (NEON, dot product) cross-compiled and run under qemu-aarch64.
 if [ "${LOWBIT_SKIP_AARCH64:-0}" != 1 ]; then
