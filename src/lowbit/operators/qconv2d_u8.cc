@@ -136,21 +136,21 @@ class QConv2dIgemm final : public Kernel {
                                      : (ks.widened ? 0 : static_cast<size_t>(p.M));
     const int64_t wbytes = ablock_.back() + 64;
     // A layout stored on the node by `quantize --prepack` (Kernel::prepacked) is read in place when
-    // it names this very layout: the kernel set and tile, the shapes, zp_x and the weights' hash.
-    const Tensor& wt = *ctx.constant(1);
+    // it names this very layout: the kernel set and tile, the shapes, zp_x and the weights' hash. The
+    // hash (a pass over all the weights) is only taken when a blob of the right size is there.
+    weights_ = *ctx.constant(1);
     char key[320];
     std::snprintf(key, sizeof key,
                   "qconv-igemm/1 isa=%s mr=%d kg=%d kc=%d nr=%d/%d widened=%d wbits=%d/%d xshift=%d g=%lld M=%lld "
-                  "K=%lld taps=%lld block=%lld zpx=%d bytes=%lld+%zu w=%016llx",
+                  "K=%lld taps=%lld block=%lld zpx=%d bytes=%lld+%zu",
                   ks.isa, ks.mr, ks.kg, ks.kc_max, ks.nr, ks.nr_tail, ks.widened ? 1 : 0, reg_bits_, wbits_,
                   static_cast<int>(ks.x_shift), static_cast<long long>(p.group), static_cast<long long>(p.M),
                   static_cast<long long>(K_), static_cast<long long>(taps_), static_cast<long long>(block_), zp_x_,
-                  static_cast<long long>(wbytes), ninit * 4,
-                  static_cast<unsigned long long>(content_hash(wt.raw(), static_cast<size_t>(wt.nbytes()))));
-    key_ = key;
+                  static_cast<long long>(wbytes), ninit * 4);
+    key_prefix_ = key;
     const Tensor* stored = ctx.node.attrs.get_tensor(kPrepackedAttr);
     if (stored && stored->dtype() == DType::u8 && stored->nbytes() == wbytes + static_cast<int64_t>(ninit * 4) &&
-        ctx.node.attrs.get_string(kPrepackedKeyAttr, "") == key_) {
+        ctx.node.attrs.get_string(kPrepackedKeyAttr, "") == layout_key()) {
       packed_ = *stored;
       std::vector<int32_t>& init = block_ > 0 ? grow_init_ : row_init_;
       init.resize(ninit);
@@ -325,7 +325,7 @@ class QConv2dIgemm final : public Kernel {
 
   // The blob: packed_'s weight blocks (and their 64 bytes of slack), then row_init_ or grow_init_.
   bool prepacked(std::string& key, Tensor& blob) const override {
-    key = key_;
+    key = layout_key();
     if (stored_) {
       blob = packed_;
       return true;
@@ -566,7 +566,15 @@ class QConv2dIgemm final : public Kernel {
   int64_t nkb_ = 0, kgb_ = 0, mpanels_ = 0, bbytes_ = 0, rbytes_ = 0, partial_words_ = 0, scratch_floats_ = 0;
   // Weight blocks (int8 words, or packed sub-byte chunks when expand_ is set) and their offsets.
   Tensor packed_, padded_;
-  std::string key_;      // names packed_'s layout (Kernel::prepacked)
+  // packed_'s layout (Kernel::prepacked): its parameters, then a hash of the weights they come from.
+  std::string layout_key() const {
+    char h[24];
+    std::snprintf(h, sizeof h, " w=%016llx",
+                  static_cast<unsigned long long>(content_hash(weights_.raw(), static_cast<size_t>(weights_.nbytes()))));
+    return key_prefix_ + h;
+  }
+  std::string key_prefix_;
+  Tensor weights_;       // the node's weights as given (shared, not copied): the key's hash
   bool stored_ = false;  // packed_ is a stored layout (the artifact's bytes, read in place)
   std::vector<int64_t> ablock_, eblock_;
   int64_t block_ = 0;                // group-wise weights: input channels per group (0: per channel)

@@ -113,6 +113,15 @@ Tensor quantize_weights_b1(const Tensor& w, DType storage, QuantParams& q) {
   return out;
 }
 
+// The scale of one set of weights (an output channel, or a group): max |w| / qmax, or the MSE
+// clipping search; 1 for an all-zero set.
+float weight_set_scale(const float* v, int64_t n, WeightScale rule, float lo, float hi) {
+  float amax = 0;
+  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(v[i]));
+  if (!(amax > 0)) return 1.f;
+  return rule == WeightScale::mse ? mse_scale(v, n, amax, lo, hi) : amax / hi;
+}
+
 }  // namespace
 
 Tensor quantize_weights(const Tensor& w, DType code, WeightScale rule, DType storage, QuantParams& q,
@@ -150,11 +159,7 @@ Tensor quantize_weights(const Tensor& w, DType code, WeightScale rule, DType sto
             at.push_back((m * wg.C + c) * wg.taps + t);
             vals.push_back(w.data<float>()[at.back()]);
           }
-          float amax = 0;
-          for (float v : vals) amax = std::max(amax, std::fabs(v));
-          float scale = amax > 0 ? amax / hi : 1.f;
-          if (rule == WeightScale::mse && amax > 0)
-            scale = mse_scale(vals.data(), static_cast<int64_t>(vals.size()), amax, lo, hi);
+          const float scale = weight_set_scale(vals.data(), static_cast<int64_t>(vals.size()), rule, lo, hi);
           for (size_t i = 0; i < vals.size(); ++i)
             store_code(out.raw(), storage, at[i], static_cast<int32_t>(std::clamp(std::nearbyint(vals[i] / scale), lo, hi)));
           q.scale[static_cast<size_t>(wg.index(m, c0, t))] = scale;
@@ -163,10 +168,7 @@ Tensor quantize_weights(const Tensor& w, DType code, WeightScale rule, DType sto
   }
   for (int64_t m = 0; m < M; ++m) {
     const float* src = w.data<float>() + m * per;
-    float amax = 0;
-    for (int64_t k = 0; k < per; ++k) amax = std::max(amax, std::fabs(src[k]));
-    float scale = amax > 0 ? amax / hi : 1.f;
-    if (rule == WeightScale::mse && amax > 0) scale = mse_scale(src, per, amax, lo, hi);
+    const float scale = weight_set_scale(src, per, rule, lo, hi);
     for (int64_t k = 0; k < per; ++k)
       store_code(out.raw(), storage, m * per + k,
                  static_cast<int32_t>(std::clamp(std::nearbyint(src[k] / scale), lo, hi)));
