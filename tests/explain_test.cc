@@ -56,6 +56,32 @@ TEST(Explain, EveryRejectionOnEveryNamedTargetHasASpecificReason) {
 // Every feature parses on its own architecture only, and every feature set survives spec() ->
 // parse_target(): `quantize` records the target as its spec, and the QDQ script re-reads it (an
 // x86 host with avx512vpopcntdq once failed here: the parser took it for an AArch64 feature).
+TEST(Targets, CacheSizesParseAndTheHostsAreSane) {
+  EXPECT_EQ(parse_cache_size("48K"), 48 << 10);
+  EXPECT_EQ(parse_cache_size("1024K"), 1 << 20);
+  EXPECT_EQ(parse_cache_size("32768K"), 32 << 20);
+  EXPECT_EQ(parse_cache_size("2M"), 2 << 20);
+  EXPECT_EQ(parse_cache_size("2MB"), 2 << 20);
+  EXPECT_EQ(parse_cache_size("65536"), 65536);
+  for (const char* bad : {"", "K", "12Q", "1.5M", "-4K", "4K4", "99999999999999999999K"})
+    EXPECT_EQ(parse_cache_size(bad), -1) << bad;
+  const CacheSizes c = parse_cache_sizes("l2=2M,l1d=48K", CacheSizes{});
+  EXPECT_EQ(c.l1d, 48 << 10);
+  EXPECT_EQ(c.l2, 2 << 20);
+  EXPECT_EQ(c.l3, 0);
+  EXPECT_EQ(c.to_string(), "L1d 48 KB, L2 2 MB (LOWBIT_CACHES)");
+  for (const char* bad : {"l2", "l2=", "l4=1M", "l1d=1K", "l2=8G", "l1d=48K;l2=1M"})
+    EXPECT_THROW(parse_cache_sizes(bad), Error) << bad;
+  // Whatever the host reports (sysfs, cpuid or the defaults), it is usable for blocking, and every
+  // target parsed here carries it: the kernels are created on this machine.
+  const CacheSizes& h = host_caches();
+  EXPECT_GE(h.l1d, 4 << 10);
+  EXPECT_GE(h.l2, h.l1d);
+  EXPECT_FALSE(h.source.empty());
+  EXPECT_EQ(parse_target("cortex-a72").caches.l2, h.l2);
+  EXPECT_EQ(host_target().caches.l1d, h.l1d);
+}
+
 TEST(Targets, EverySpecParsesBackToTheSameFeatures) {
   for (unsigned f = 0; f < static_cast<unsigned>(Feature::count_); ++f) {
     const std::string name = feature_name(static_cast<Feature>(f));

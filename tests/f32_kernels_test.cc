@@ -96,10 +96,12 @@ struct OneNode {
     return y;
   }
 
-  Tensor run_candidate(const std::string& name, int threads) const {
+  // `caches`: the blocking's cache sizes instead of the host's.
+  Tensor run_candidate(const std::string& name, int threads, const CacheSizes* caches = nullptr) const {
     const KernelCandidate* c = find_candidate(name);
     EXPECT_NE(c, nullptr) << name;
     Target target = host_target();
+    if (caches) target.caches = *caches;
     NodeContext ctx{g, n(), target, threads};
     EXPECT_EQ(c->check(ctx), "") << name;
     std::unique_ptr<Kernel> k = c->create(ctx);
@@ -160,6 +162,8 @@ struct ConvCase {
   int64_t group = 1;
   bool bias = true, residual = false;
   float act_min = -INFINITY, act_max = INFINITY;
+  std::string post_op = "";  // fused activation after the clamp (post_op attribute)
+  float post_alpha = NAN, post_beta = NAN;
 
   std::string str() const {
     std::ostringstream s;
@@ -168,6 +172,7 @@ struct ConvCase {
     for (int64_t p : pads) s << " " << p;
     s << " g" << group << (bias ? " bias" : "") << (residual ? " residual" : "");
     if (std::isfinite(act_min) || std::isfinite(act_max)) s << " clamp[" << act_min << "," << act_max << "]";
+    if (!post_op.empty()) s << " post " << post_op;
     return s.str();
   }
 };
@@ -185,6 +190,9 @@ OneNode make_conv(const ConvCase& c, std::mt19937& rng) {
   a.set("group", c.group);
   if (std::isfinite(c.act_min)) a.set("act_min", c.act_min);
   if (std::isfinite(c.act_max)) a.set("act_max", c.act_max);
+  if (!c.post_op.empty()) a.set("post_op", c.post_op);
+  if (!std::isnan(c.post_alpha)) a.set("post_alpha", c.post_alpha);
+  if (!std::isnan(c.post_beta)) a.set("post_beta", c.post_beta);
   std::vector<ValueId> ins = {x, w, b};
   if (c.residual) {
     const int64_t OH = (c.H + c.pads[0] + c.pads[2] - ((c.KH - 1) * c.DH + 1)) / c.SH + 1;
@@ -401,6 +409,42 @@ TEST(F32Kernels, ConvWinograd) {
   }
 }
 
+// The L2 blocks (pixel blocks, weight-panel blocks, the Winograd walk) follow the host's caches,
+// and only group work: from a 64 KB L2 to an 8 MB one, with 1 and 2 threads, every igemm and
+// Winograd row gives the same bytes as with the host's caches (and the host's match the reference).
+TEST(F32Kernels, BlockingFollowsTheCachesWithoutChangingResults) {
+  SKIP_WITHOUT_GEMM_ISA("f32-conv2d-igemm-");
+  std::mt19937 rng(11);
+  const std::vector<ConvCase> cases = {
+      {.C = 64, .H = 56, .W = 56, .M = 64, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .act_min = 0},
+      {.C = 256, .H = 28, .W = 28, .M = 128, .KH = 1, .KW = 1, .residual = true},
+      {.C = 512, .H = 7, .W = 7, .M = 200, .KH = 1, .KW = 1, .act_min = 0},  // channels on the lanes
+      {.C = 300, .H = 14, .W = 14, .M = 96, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}},  // 2 K blocks
+  };
+  std::vector<CacheSizes> caches;
+  for (const char* spec : {"l1d=16K,l2=64K", "l1d=32K,l2=512K", "l1d=48K,l2=1M", "l1d=48K,l2=2M,l3=105M",
+                           "l1d=64K,l2=8M"})
+    caches.push_back(parse_cache_sizes(spec));
+  std::vector<std::string> rows = host_gemm_candidates("f32-conv2d-igemm-");
+  for (const std::string& r : host_gemm_candidates("f32-conv2d-winograd-")) rows.push_back(r);
+  for (const ConvCase& c : cases) {
+    SCOPED_TRACE(c.str());
+    OneNode t = make_conv(c, rng);
+    const Tensor ref = t.run_reference();
+    for (const std::string& name : rows) {
+      if (!t.check(name).empty()) continue;  // Winograd: 3x3 only
+      SCOPED_TRACE(name);
+      const Tensor y = t.run_candidate(name, 1);
+      expect_close(ref, y, c.str());
+      for (const CacheSizes& cs : caches)
+        for (int threads : {1, 2}) {
+          SCOPED_TRACE(cs.to_string() + " threads " + std::to_string(threads));
+          expect_identical(y, t.run_candidate(name, threads, &cs), c.str());
+        }
+    }
+  }
+}
+
 TEST(F32Kernels, ConvWinogradChecksGiveReasons) {
   SKIP_WITHOUT_GEMM_ISA("f32-conv2d-winograd-");
   const std::string name = host_gemm_candidates("f32-conv2d-winograd-").front();
@@ -427,6 +471,48 @@ TEST(F32Kernels, ConvDepthwise) {
     OneNode t = make_conv(c, rng);
     check_against_reference(t, "f32-dwconv2d-chw-avx2", c.str());
   }
+}
+
+// The fused post-ops (SiLU, HardSwish, ... applied by the conv to each output tile) on every fp32
+// Conv row the host runs, against the reference conv followed by the op's own reference kernel:
+// pixel panels with a tail, channels on the lanes (7x7), Winograd tiles cut by the plane's edge,
+// depthwise stride 2 and 5x5 with padding 2, each with a residual or clamp before the post-op.
+TEST(F32Kernels, ConvPostOps) {
+  std::vector<std::string> rows = host_gemm_candidates("f32-conv2d-");
+  for (const std::string& r : host_gemm_candidates("f32-dwconv2d-")) rows.push_back(r);
+  if (rows.empty()) GTEST_SKIP() << "host has no SIMD fp32 conv kernels";
+  struct Post {
+    const char* op;
+    float alpha, beta;
+  };
+  const Post posts[] = {{"SiLU", NAN, NAN},         {"HardSwish", NAN, NAN}, {"Sigmoid", NAN, NAN},
+                        {"HardSigmoid", 0.25f, 0.4f}, {"HardSigmoid", NAN, NAN}, {"LeakyRelu", 0.1f, NAN},
+                        {"LeakyRelu", NAN, NAN}};
+  const std::vector<ConvCase> shapes = {
+      {.C = 20, .H = 10, .W = 9, .M = 30, .KH = 1, .KW = 1, .residual = true},
+      {.C = 9, .H = 15, .W = 14, .M = 13, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .act_min = -0.5f, .act_max = 2},
+      {.C = 300, .H = 12, .W = 11, .M = 25, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .residual = true},
+      {.C = 64, .H = 7, .W = 7, .M = 40, .KH = 1, .KW = 1},
+      {.C = 5, .H = 11, .W = 19, .M = 5, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .pads = {1, 1, 1, 1}, .group = 5},
+      {.C = 6, .H = 9, .W = 13, .M = 6, .KH = 5, .KW = 5, .pads = {2, 2, 2, 2}, .group = 6, .residual = true},
+  };
+  std::mt19937 rng(12);
+  int checked = 0;
+  for (const Post& po : posts)
+    for (ConvCase c : shapes) {
+      c.post_op = po.op;
+      c.post_alpha = po.alpha;
+      c.post_beta = po.beta;
+      SCOPED_TRACE(c.str());
+      OneNode t = make_conv(c, rng);
+      for (const std::string& name : rows) {
+        if (!t.check(name).empty()) continue;
+        SCOPED_TRACE(name);
+        check_against_reference(t, name, c.str());
+        ++checked;
+      }
+    }
+  EXPECT_GE(checked, 7 * 6);  // every shape ran on at least one row
 }
 
 TEST(F32Kernels, ConvChecksGiveReasons) {

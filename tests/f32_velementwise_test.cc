@@ -14,12 +14,15 @@
 #include <random>
 #include <vector>
 
+#include "lowbit/common/error.h"
 #include "lowbit/dispatch/registry.h"
 #include "lowbit/ir/op_schema.h"
 #include "lowbit/kernels/f32-velementwise/velementwise.h"
 #include "lowbit/kernels/reference/reference.h"
 #include "lowbit/operators/elementwise_f32.h"
 #include "lowbit/passes/passes.h"
+#include "lowbit/quant/quantize.h"
+#include "lowbit/runtime/compiled_model.h"
 #include "lowbit/runtime/thread_pool.h"
 
 namespace lowbit {
@@ -362,6 +365,81 @@ TEST(F32VElementwise, SiluFusionRewritesOnlyXTimesSigmoidOfX) {
   for (const Node& n : g.nodes) silu += n.op == "SiLU", sigmoid += n.op == "Sigmoid";
   EXPECT_EQ(silu, 1);
   EXPECT_EQ(sigmoid, 1);  // sig2 stays: add2 reads it
+}
+
+// ---- Conv post-ops ----
+
+// x -> Conv -> SiLU -> Conv -> HardSwish -> Conv (residual Add) -> LeakyRelu -> y, and a Conv ->
+// Sigmoid whose conv output is also read elsewhere (not fusable): compiled with the post-ops fused
+// into the convs and without, the same outputs; the fused graph has each activation as its conv's
+// post_op; calibration refuses the fused graph with the reason.
+TEST(F32VElementwise, ConvPostOpFusionMatchesTheUnfusedGraph) {
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  auto rand = [&](Shape s) {
+    Tensor t(DType::f32, s);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+    return t;
+  };
+  Graph g;
+  const ValueId x = g.add_value("x", DType::f32, {1, 8, 12, 12}, true);
+  g.inputs = {x};
+  Attributes k3;
+  k3.set("kernel_shape", std::vector<int64_t>{3, 3});
+  k3.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  ValueId cur = x;
+  auto conv = [&](const std::string& name, ValueId in, int64_t C, int64_t M) {
+    const ValueId w = g.add_constant(name + "_w", rand({M, C, 3, 3}));
+    const ValueId b = g.add_constant(name + "_b", rand({M}));
+    const ValueId y = g.add_value(name + "_y");
+    g.add_node("Conv", name, {in, w, b}, {y}, k3);
+    return y;
+  };
+  auto act = [&](const std::string& op, ValueId in, Attributes a = {}) {
+    const ValueId y = g.add_value(op + "_y" + std::to_string(g.nodes.size()));
+    g.add_node(op, op + std::to_string(g.nodes.size()), {in}, {y}, std::move(a));
+    return y;
+  };
+  cur = act("SiLU", conv("c1", cur, 8, 16));
+  cur = act("HardSwish", conv("c2", cur, 16, 16));
+  const ValueId c3 = conv("c3", cur, 16, 16);
+  const ValueId sum = g.add_value("sum");
+  g.add_node("Add", "add", {c3, cur}, {sum});
+  Attributes leaky;
+  leaky.set("alpha", 0.2f);
+  const ValueId y1 = act("LeakyRelu", sum, leaky);
+  const ValueId c4 = conv("c4", y1, 16, 8);
+  const ValueId y2 = act("Sigmoid", c4);
+  g.outputs = {y1, y2, c4};  // c4 is read as an output too: its Sigmoid stays a node
+  validate(g);
+
+  CompileOptions fused, plain;
+  plain.fuse_post_ops = false;
+  auto mf = CompiledModel::compile(g, fused);
+  auto mp = CompiledModel::compile(g, plain);
+  int post_ops = 0, act_nodes = 0;
+  for (const Node& n : mf->graph().nodes) {
+    post_ops += n.attrs.has("post_op");
+    act_nodes += n.op == "SiLU" || n.op == "HardSwish" || n.op == "LeakyRelu" || n.op == "Sigmoid";
+  }
+  EXPECT_EQ(post_ops, 3);
+  EXPECT_EQ(act_nodes, 1);  // the Sigmoid after c4
+  for (const Node& n : mp->graph().nodes) EXPECT_FALSE(n.attrs.has("post_op")) << n.label();
+  const std::vector<Tensor> in = {rand({1, 8, 12, 12})};
+  const std::vector<Tensor> a = mf->run(in), b = mp->run(in);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t o = 0; o < a.size(); ++o)
+    for (int64_t i = 0; i < a[o].numel(); ++i)
+      ASSERT_NEAR(a[o].data<float>()[i], b[o].data<float>()[i], 1e-5f * (1 + std::fabs(b[o].data<float>()[i])))
+          << "output " << o << " element " << i;
+  QuantizeOptions q;
+  try {
+    calibrate_model(*mf, q);
+    ADD_FAILURE() << "calibrating a graph with fused post-ops must fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fuse_post_ops = false"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(calibrate_model(*mp, q));
 }
 
 }  // namespace

@@ -72,7 +72,9 @@ Graph maps_net() {
 QuantizedBuild quantized_maps_net(std::unique_ptr<CompiledModel>& fp32) {
   CompileOptions o;
   o.threads = 2;
-  fp32 = CompiledModel::compile(maps_net(), o);
+  CompileOptions fo = o;
+  fo.fuse_post_ops = false;  // to be calibrated
+  fp32 = CompiledModel::compile(maps_net(), fo);
   QuantizeOptions q;
   q.synthetic_samples = 3;
   return build_quantized(*fp32, o, q, SlowPolicy::allow);  // host-independent graph

@@ -145,6 +145,7 @@ BuiltModel build_model(const ModelOptions& o, bool foreign_ok) {
   fopts.allow_foreign_target = false;
   fopts.optimize = true;
   fopts.autotune = false;
+  fopts.fuse_post_ops = false;  // calibration reads each conv's output before its activation
   auto fp32 = CompiledModel::compile(std::move(g), fopts);
   QuantizeOptions q = quantize_options(o);
   q.synthetic_samples = o.calib_samples;

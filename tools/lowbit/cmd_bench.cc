@@ -95,8 +95,9 @@ void register_bench(CLI::App& app) {
     Stats s = stats_of(ms);
     int64_t macs = 0;
     for (auto& st : model->steps()) macs += st.macs;
-    std::printf("model %s  precision %s  target %s [%s]  threads %d\n", o->m.model.c_str(), precision.c_str(),
-                model->target().name.c_str(), model->target().feature_string().c_str(), model->threads());
+    std::printf("model %s  precision %s  target %s [%s]  threads %d\ncaches %s\n", o->m.model.c_str(),
+                precision.c_str(), model->target().name.c_str(), model->target().feature_string().c_str(),
+                model->threads(), model->target().caches.to_string().c_str());
     std::printf("compile %.0f ms  weights %s (kernel layouts %s)  peak activations %s  %.2f GMACs\n",
                 model->compile_ms(), human_bytes(model->weight_bytes()).c_str(),
                 human_bytes(model->kernel_weight_bytes()).c_str(), human_bytes(model->peak_activation_bytes()).c_str(),
@@ -201,6 +202,7 @@ void register_bench(CLI::App& app) {
                           {"precision", precision},
                           {"target", model->target().name},
                           {"features", model->target().feature_string()},
+                          {"caches", model->target().caches.to_string()},
                           {"threads", model->threads()},
                           {"warmup", o->warmup},
                           {"runs", o->runs},

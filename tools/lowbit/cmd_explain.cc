@@ -118,8 +118,9 @@ void register_explain(CLI::App& app) {
     nlohmann::json nodes = nlohmann::json::array();
     bool text = o->json != "-";
     if (text)
-      std::printf("target %s [%s]  precision %s\n", model->target().name.c_str(),
-                  model->target().feature_string().c_str(), built.precision.c_str());
+      std::printf("target %s [%s]  precision %s\ncaches %s\n", model->target().name.c_str(),
+                  model->target().feature_string().c_str(), built.precision.c_str(),
+                  model->target().caches.to_string().c_str());
     std::map<std::string, int> histogram;
     for (const Step& s : model->steps()) {
       const Node& n = g.nodes[static_cast<size_t>(s.node)];
@@ -153,6 +154,7 @@ void register_explain(CLI::App& app) {
       nlohmann::json j = {{"model", o->m.model},
                           {"target", model->target().name},
                           {"features", model->target().feature_string()},
+                          {"caches", model->target().caches.to_string()},
                           {"precision", built.precision},
                           {"nodes", nodes}};
       if (o->json == "-") {
@@ -224,7 +226,8 @@ void register_targets(CLI::App& app) {
   auto* cmd = app.add_subcommand("targets", "named targets with their CPU features; marks what the host can run");
   cmd->callback([] {
     Target host = host_target();
-    std::printf("host: %s [%s]\n\n", host.name.c_str(), host.feature_string().c_str());
+    std::printf("host: %s [%s]\ncaches: %s (blocking is sized from these; LOWBIT_CACHES=l1d=48K,l2=2M overrides)\n\n",
+                host.name.c_str(), host.feature_string().c_str(), host.caches.to_string().c_str());
     for (const std::string& name : named_targets()) {
       Target t = parse_target(name);
       std::string lacking = host.missing(t);

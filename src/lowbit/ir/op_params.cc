@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lowbit/common/error.h"
+#include "lowbit/ir/op_schema.h"
 
 namespace lowbit {
 namespace {
@@ -163,6 +164,15 @@ Conv2dParams conv2d_params(const Graph& g, const Node& n) {
   p.act_max = n.attrs.get_float("act_max", p.act_max);
   if (!(p.act_min <= p.act_max))
     fail(n, "act_min " + std::to_string(p.act_min) + " exceeds act_max " + std::to_string(p.act_max));
+  p.post_op = n.attrs.get_string("post_op", "");
+  if (!p.post_op.empty()) {
+    if (!conv_post_op(p.post_op))
+      fail(n, "post_op '" + p.post_op + "' is not an activation a Conv applies (LeakyRelu, Sigmoid, SiLU, HardSigmoid, "
+              "HardSwish)");
+    // The op's own defaults (ONNX: LeakyRelu alpha 0.01; HardSigmoid alpha 0.2, beta 0.5).
+    p.post_alpha = n.attrs.get_float("post_alpha", p.post_op == "HardSigmoid" ? 0.2f : 0.01f);
+    p.post_beta = n.attrs.get_float("post_beta", 0.5f);
+  }
   return p;
 }
 

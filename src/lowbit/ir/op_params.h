@@ -19,6 +19,10 @@ struct Conv2dParams {
   // Fused activation as a clamp: Relu = [0, inf), Relu6 = [0, 6].
   float act_min = -std::numeric_limits<float>::infinity();
   float act_max = std::numeric_limits<float>::infinity();
+  // Fused activation after the clamp (attribute post_op: an op whose schema says conv_post_op,
+  // e.g. SiLU or HardSwish; empty: none), with its alpha / beta when it has them.
+  std::string post_op;
+  float post_alpha = 0.0f, post_beta = 0.0f;
 
   int64_t C_per_group() const { return C / group; }
   int64_t M_per_group() const { return M / group; }

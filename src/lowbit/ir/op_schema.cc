@@ -249,6 +249,11 @@ bool elementwise_map(std::string_view op) {
   return s && s->elementwise_map;
 }
 
+bool conv_post_op(std::string_view op) {
+  const OpSchema* s = find_schema(op);
+  return s && s->conv_post_op;
+}
+
 bool lowbit_quantized(std::string_view op) {
   const OpSchema* s = find_schema(op);
   return s && s->lowbit_quantized;

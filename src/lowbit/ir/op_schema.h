@@ -64,6 +64,10 @@ struct OpSchema {
   // One of lowbit's own quantized ops (QConv, QGemm, QAdd, QLut): reads codes and writes codes
   // with parameters of their own (a graph holding one was quantized by lowbit).
   bool lowbit_quantized = false;
+  // An fp32 activation a Conv applies to its output as it stores it: fuse_epilogues moves it into
+  // the Conv's attribute post_op (with post_alpha / post_beta), and every fp32 Conv kernel and the
+  // reference apply it after the bias, residual and clamp.
+  bool conv_post_op = false;
   // The dtype signatures the infer rule accepts, for `lowbit ops` (stated where they are not just
   // f32): "X u8 (codes u8|u4|u2), W i8|i4|i2, B f32 -> Y u8".
   const char* signatures = "";
@@ -75,6 +79,7 @@ QuantPassthrough quant_passthrough(std::string_view op);
 // The op's elementwise_map / lowbit_quantized (false for unknown ops).
 bool elementwise_map(std::string_view op);
 bool lowbit_quantized(std::string_view op);
+bool conv_post_op(std::string_view op);
 
 // Registered schemas (ir/ops_*.cc).
 const OpSchema* find_schema(std::string_view op);

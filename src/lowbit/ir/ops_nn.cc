@@ -357,9 +357,12 @@ const bool kRegistered = [] {
                    .infer = infer_batch_norm});
   // SiLU: lowbit's x * Sigmoid(x) (passes/fuse_activations.cc; exported as Sigmoid + Mul).
   // Element-wise maps: quantized, each is a table of 256 codes (QLut).
+  // Those a float Conv applies as it stores its output (Relu and Clip fuse as its clamp instead).
   for (const char* op : {"Relu", "LeakyRelu", "Sigmoid", "SiLU", "HardSigmoid", "HardSwish", "Tanh", "Exp", "Sqrt"}) {
     OpSchema s = unary(op, infer_unary_f32);
     s.elementwise_map = true;
+    const std::string_view o = op;
+    s.conv_post_op = o == "LeakyRelu" || o == "Sigmoid" || o == "SiLU" || o == "HardSigmoid" || o == "HardSwish";
     SchemaRegistrar(std::move(s));
   }
   for (const char* op : {"Neg", "Abs", "Sign"}) SchemaRegistrar(unary(op, infer_unary_numeric));

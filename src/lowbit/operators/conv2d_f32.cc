@@ -10,8 +10,10 @@
 // the opposite orientation, output channels on the lanes (Conv2dIgemmChannelsF32 below).
 //
 // Blocking: K is split into blocks of at most kc_max rows so that one B panel (kc x NR) stays in
-// L1 while a block of weight panels (kABlockBytes) stays in L2; a pixel block's packed B is sized
-// for L2 (kBBlockBytes). Weights are stored in consumption order (group, K block, channel panel),
+// L1 while a block of weight panels stays in L2; a pixel block's packed B is sized for L2 too.
+// Both L2 blocks are 3/8 of the L2 of the machine creating the kernel (Target::caches): 192 KB on
+// Zen 3's 512 KB, the sizes these blocks were tuned at as constants, 384 KB on Zen 4/5's 1 MB and
+// 768 KB on a Xeon's 2 MB, where fixed 192 KB blocks reloaded each B block from L3 twice as often. Weights are stored in consumption order (group, K block, channel panel),
 // so each pass streams them sequentially from memory. Tasks are (group, pixel block, channel
 // range); small images, with few pixel blocks, split the channels across threads and pack the
 // whole image's B once up front instead of once per task. Partial sums over K blocks live in the
@@ -33,6 +35,7 @@
 #include "lowbit/common/error.h"
 #include "lowbit/ir/op_params.h"
 #include "lowbit/kernels/f32-dwconv/f32_dwconv.h"
+#include "lowbit/operators/elementwise_f32.h"
 #include "lowbit/operators/operator_util.h"
 
 namespace lowbit {
@@ -40,14 +43,18 @@ namespace {
 
 using ops::ceil_div;
 
-constexpr int64_t kBBlockBytes = 192 * 1024;  // packed B of one pixel block, in L2
-constexpr int64_t kABlockBytes = 192 * 1024;  // weight rows of one K block reused across a pixel block, in L2
-constexpr int64_t kSharedBBytes = 16 << 20;   // cap on the whole-image packed B (small images only)
+constexpr int64_t kSharedBBytes = 16 << 20;  // cap on the whole-image packed B (small images only)
+
+// The packed B of one pixel block, and the weight rows of one K block reused across it: each 3/8
+// of L2, so both stay there with a quarter left for the output tiles and the next block's loads.
+int64_t l2_block_bytes(const CacheSizes& c) { return c.l2 * 3 / 8; }
 
 class Conv2dIgemmF32 final : public Kernel {
  public:
-  Conv2dIgemmF32(const Conv2dParams& p, const float* w, const float* bias, const F32GemmKernels& ks, int threads)
-      : p_(p), ks_(ks), mr_(ks.mr), nr_(ks.nr) {
+  Conv2dIgemmF32(const Conv2dParams& p, const float* w, const float* bias, const F32GemmKernels& ks, int threads,
+                 const Target& target)
+      : p_(p), ks_(ks), mr_(ks.mr), nr_(ks.nr), post_(p, target) {
+    const CacheSizes& caches = target.caches;
     Cg_ = p.C_per_group();
     Mg_ = p.M_per_group();
     K_ = Cg_ * p.KH * p.KW;
@@ -109,9 +116,9 @@ class Conv2dIgemmF32 final : public Kernel {
 
     const int64_t npanels = static_cast<int64_t>(panels_.size());
     slot_ = kc_ * nr_;  // floats per packed panel
-    ppb_ = std::clamp<int64_t>(kBBlockBytes / (slot_ * 4), 1, npanels);
+    ppb_ = std::clamp<int64_t>(l2_block_bytes(caches) / (slot_ * 4), 1, npanels);
     npb_ = ceil_div(npanels, ppb_);
-    mcp_ = std::max<int64_t>(1, kABlockBytes / (kc_ * mr_ * 4));
+    mcp_ = std::max<int64_t>(1, l2_block_bytes(caches) / (kc_ * mr_ * 4));
     // Few pixel blocks (small images): threads split the output channels instead, so pack the
     // whole image's B once up front rather than once per task.
     shared_floats_ = p.group * nkb_ * npanels * slot_;
@@ -245,15 +252,25 @@ class Conv2dIgemmF32 final : public Kernel {
            bblk + i * slot_, c, static_cast<size_t>(OHW_), e);
       };
       // Weight panels in blocks of mcp_ (that block stays in L2) against each B panel (in L1).
-      for (int64_t mb = mp0; mb < mp1; mb += mcp_)
+      for (int64_t mb = mp0; mb < mp1; mb += mcp_) {
+        const int64_t mb1 = std::min(mp1, mb + mcp_);
         for (int64_t i = pan0; i < pan1; ++i)
-          for (int64_t mp = mb; mp < std::min(mp1, mb + mcp_); ++mp) tile(mp, i);
+          for (int64_t mp = mb; mp < mb1; ++mp) tile(mp, i);
+        if (last && post_) {
+          // The block's output, still in L2, one call per channel row of the pixel block: per tile
+          // row (32 floats a call) the calls cost more than the memory pass they save (EfficientNet-B0).
+          const int64_t q0 = panels_[static_cast<size_t>(pan0)].p0;
+          const int64_t q1 = panels_[static_cast<size_t>(pan1 - 1)].p0 + panels_[static_cast<size_t>(pan1 - 1)].nvalid;
+          for (int64_t m = g * Mg_ + panel_m0(mb); m < g * Mg_ + panel_m0(mb1); ++m) post_(y + m * OHW_ + q0, q1 - q0);
+        }
+      }
     }
   }
 
   Conv2dParams p_;
   F32GemmKernels ks_;
   int64_t mr_, nr_;  // the tile: output channels x pixels
+  ConvPostOp post_;
   int64_t Cg_ = 0, Mg_ = 0, K_ = 0, OHW_ = 0, PH_ = 0, PW_ = 0;
   bool pad_ = false;
   std::vector<int64_t> koff_;
@@ -280,8 +297,8 @@ class Conv2dIgemmF32 final : public Kernel {
 class Conv2dIgemmChannelsF32 final : public Kernel {
  public:
   Conv2dIgemmChannelsF32(const Conv2dParams& p, const float* w, const float* bias, const F32GemmKernels& ks,
-                         int threads)
-      : p_(p), ks_(ks) {
+                         const Target& target)
+      : p_(p), ks_(ks), scratch_l1_bytes_(target.caches.l1d * 3 / 4), post_(p, target) {
     K_ = p.C * p.KH * p.KW;
     OHW_ = p.OH * p.OW;
     pad_ = p.pad_top || p.pad_left || p.pad_bottom || p.pad_right;
@@ -340,11 +357,12 @@ class Conv2dIgemmChannelsF32 final : public Kernel {
     const float* res = in.size() > 3 && in[3].data ? in[3].as<float>() : nullptr;
     float* y = out[0].as<float>();
     const int64_t nrows = static_cast<int64_t>(row0_.size()) - 1;
-    // Channel panels per task: a few, so a task's slice of the scratch stays in L1 (~24 KB), but at
-    // least two tasks per thread, in whole rounds of tasks so the threads finish together.
+    // Channel panels per task: a few, so a task's slice of the scratch stays in L1 (3/4 of it: 24 KB
+    // of Zen 3's 32 KB), but at least two tasks per thread, in whole rounds of tasks so the threads
+    // finish together.
     const int64_t threads = pool.size();
     const int64_t per_task =
-        std::max<int64_t>(1, std::min({ncp_ / (2 * threads), (24 << 10) / (OHW_ * nr_ * 4), int64_t{4}}));
+        std::max<int64_t>(1, std::min({ncp_ / (2 * threads), scratch_l1_bytes_ / (OHW_ * nr_ * 4), int64_t{4}}));
     const int64_t tasks = std::min(ncp_, ceil_div(ceil_div(ncp_, per_task), threads) * threads);
     for (int64_t n = 0; n < p_.N; ++n) {
       const float* xn = x + n * p_.C * p_.H * p_.W;
@@ -422,16 +440,21 @@ class Conv2dIgemmChannelsF32 final : public Kernel {
     }
   }
 
-  // Channels [m0, m1) from the scratch into NCHW, adding the residual (if any) and clamping.
+  // Channels [m0, m1) from the scratch into NCHW, adding the residual (if any), clamping, and
+  // the post-op on each panel's channels as they land (contiguous in NCHW).
   void write_back(int64_t m0, int64_t m1, const float* res, float* y) const {
-    for (int64_t m = m0; m < m1; m += nr_)  // m0 starts a channel panel
-      ks_.transpose(static_cast<size_t>(OHW_), static_cast<size_t>(std::min(nr_, m1 - m)), ct_ + m * OHW_,
-                    static_cast<size_t>(nr_), res ? res + m * OHW_ : nullptr, y + m * OHW_, static_cast<size_t>(OHW_),
-                    p_.act_min, p_.act_max);
+    for (int64_t m = m0; m < m1; m += nr_) {  // m0 starts a channel panel
+      const int64_t w = std::min(nr_, m1 - m);
+      ks_.transpose(static_cast<size_t>(OHW_), static_cast<size_t>(w), ct_ + m * OHW_, static_cast<size_t>(nr_),
+                    res ? res + m * OHW_ : nullptr, y + m * OHW_, static_cast<size_t>(OHW_), p_.act_min, p_.act_max);
+      post_(y + m * OHW_, w * OHW_);
+    }
   }
 
   Conv2dParams p_;
   F32GemmKernels ks_;
+  int64_t scratch_l1_bytes_;  // a task's slice of the scratch, to stay in L1
+  ConvPostOp post_;
   int64_t K_ = 0, OHW_ = 0, PH_ = 0, PW_ = 0, nkb_ = 0, kc_ = 0, nr_ = 0, ncp_ = 0;
   bool pad_ = false, has_bias_ = false;
   std::vector<int64_t> koff_, row0_;
@@ -467,7 +490,8 @@ bool use_channels_on_lanes(const Conv2dParams& p, const F32GemmKernels& ks) {
 #if defined(__x86_64__)
 class DwConv2dF32 final : public Kernel {
  public:
-  DwConv2dF32(const Conv2dParams& p, const float* w, const float* bias, int threads) : p_(p) {
+  DwConv2dF32(const Conv2dParams& p, const float* w, const float* bias, int threads, const Target& target)
+      : p_(p), post_(p, target) {
     const int64_t taps = p.KH * p.KW;
     weights_ = Tensor(DType::f32, {p.C * taps});
     std::memcpy(weights_.data<float>(), w, static_cast<size_t>(p.C * taps) * sizeof(float));
@@ -498,11 +522,13 @@ class DwConv2dF32 final : public Kernel {
       f32_dwconv2d_chw__avx2(plane, static_cast<size_t>(PW_), geom_, weights_.data<float>() + c * taps,
                              bias_.data<float>()[c], res ? res + nc * OHW : nullptr, y + nc * OHW, p_.act_min,
                              p_.act_max);
+      post_(y + nc * OHW, OHW);  // the plane just written, in L1 or L2
     });
   }
 
  private:
   Conv2dParams p_;
+  ConvPostOp post_;
   Tensor weights_, bias_;
   int64_t PH_ = 0, PW_ = 0, plane_floats_ = 0;
   F32DwconvGeometry geom_{};
@@ -603,8 +629,9 @@ std::unique_ptr<Kernel> create_conv2d_f32_igemm(const NodeContext& ctx, const F3
   const Conv2dParams p = conv2d_params(ctx.graph, ctx.node);
   if (use_channels_on_lanes(p, ks))
     return std::make_unique<Conv2dIgemmChannelsF32>(p, ctx.constant(1)->data<float>(), bias_data(ctx), ks,
-                                                    ctx.threads);
-  return std::make_unique<Conv2dIgemmF32>(p, ctx.constant(1)->data<float>(), bias_data(ctx), ks, ctx.threads);
+                                                    ctx.target);
+  return std::make_unique<Conv2dIgemmF32>(p, ctx.constant(1)->data<float>(), bias_data(ctx), ks, ctx.threads,
+                                          ctx.target);
 }
 
 #if defined(__x86_64__)
@@ -634,7 +661,7 @@ std::string check_conv2d_f32_dwconv(const NodeContext& ctx) {
 #if defined(__x86_64__)
 std::unique_ptr<Kernel> create_conv2d_f32_dwconv_avx2(const NodeContext& ctx) {
   const Conv2dParams p = conv2d_params(ctx.graph, ctx.node);
-  return std::make_unique<DwConv2dF32>(p, ctx.constant(1)->data<float>(), bias_data(ctx), ctx.threads);
+  return std::make_unique<DwConv2dF32>(p, ctx.constant(1)->data<float>(), bias_data(ctx), ctx.threads, ctx.target);
 }
 #endif
 

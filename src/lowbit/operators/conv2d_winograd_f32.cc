@@ -18,6 +18,7 @@
 
 #include "lowbit/ir/op_params.h"
 #include "lowbit/operators/operator_util.h"
+#include "lowbit/operators/elementwise_f32.h"
 #include "lowbit/operators/winograd_plan.h"
 
 namespace lowbit {
@@ -31,8 +32,10 @@ using winograd::Panel;
 
 class Conv2dWinogradF32 final : public Kernel {
  public:
-  Conv2dWinogradF32(const Conv2dParams& p, const float* w, const float* bias, const F32WinogradKernels& ks, int threads)
-      : p_(p), ks_(ks), gk_(*ks.gemm), plan_(p, gk_.nr, gk_.nr_tail, gk_.mr) {
+  Conv2dWinogradF32(const Conv2dParams& p, const float* w, const float* bias, const F32WinogradKernels& ks, int threads,
+                    const Target& target)
+      : p_(p), ks_(ks), gk_(*ks.gemm), plan_(p, gk_.nr, gk_.nr_tail, gk_.mr), caches_(target.caches),
+        post_(p, target) {
     const int64_t mr_max = gk_.mr, nr = gk_.nr;
     nkb_ = ceil_div(p.C, static_cast<int64_t>(gk_.kc_max));
     kc_ = ceil_div(p.C, nkb_);
@@ -73,7 +76,7 @@ class Conv2dWinogradF32 final : public Kernel {
       pool.parallel_for(p_.C, [&](int64_t c, int thread) { transform_input(c, xn + c * p_.H * p_.W, scratch_[thread]); });
       const float* rn = res ? res + n * p_.M * OHW : nullptr;
       float* yn = y + n * p_.M * OHW;
-      plan_.run_gemm_tasks(pool, u_bytes_ <= winograd::kUInL2Bytes,
+      plan_.run_gemm_tasks(pool, winograd::u_fits_l2(u_bytes_, caches_),
                            [&](int64_t mpa, int64_t mpb, int64_t pi, bool first_pass, int thread) {
                              tile(mpa, mpb, pi, rn, yn, scratch_[thread], first_pass);
                            });
@@ -144,6 +147,13 @@ class Conv2dWinogradF32 final : public Kernel {
                    plan_.segs.data() + pan.seg_begin, static_cast<size_t>(pan.seg_end - pan.seg_begin),
                    bias_[static_cast<size_t>(m)], res ? res + m * OHW : nullptr, y + m * OHW,
                    static_cast<size_t>(p_.OH), static_cast<size_t>(p_.OW), p_.act_min, p_.act_max);
+        if (post_)  // the rows of the 2x2 tiles just written
+          for (int32_t si = pan.seg_begin; si < pan.seg_end; ++si) {
+            const F32WinogradSegment& g = plan_.segs[static_cast<size_t>(si)];
+            const int64_t cols = std::min<int64_t>(2 * g.n, p_.OW - g.ow);
+            for (int64_t oh = g.oh; oh < std::min<int64_t>(g.oh + 2, p_.OH); ++oh)
+              post_(y + m * OHW + oh * p_.OW + g.ow, cols);
+          }
       }
     }
   }
@@ -153,6 +163,8 @@ class Conv2dWinogradF32 final : public Kernel {
   const F32GemmKernels& gk_;
   winograd::Plan plan_;
   int64_t nkb_ = 0, kc_ = 0, u_bytes_ = 0, half_ = 0, plane_floats_ = 0, scratch_floats_ = 0;
+  CacheSizes caches_;
+  ConvPostOp post_;
   PackedWeights u_;
   std::vector<float> bias_;
   float* v_ = nullptr;
@@ -170,7 +182,7 @@ std::string check_conv2d_f32_winograd(const NodeContext& ctx) {
 std::unique_ptr<Kernel> create_conv2d_f32_winograd(const NodeContext& ctx, const F32WinogradKernels& ks) {
   const Tensor* b = ctx.constant(2);
   return std::make_unique<Conv2dWinogradF32>(conv2d_params(ctx.graph, ctx.node), ctx.constant(1)->data<float>(),
-                                             b ? b->data<float>() : nullptr, ks, ctx.threads);
+                                             b ? b->data<float>() : nullptr, ks, ctx.threads, ctx.target);
 }
 
 #if defined(__x86_64__)

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "lowbit/common/error.h"
+#include "lowbit/ir/op_params.h"
 #include "lowbit/kernels/f32-velementwise/velementwise.h"
 
 namespace lowbit {
@@ -59,6 +60,17 @@ std::optional<Broadcast> resolve(const Shape& a, const Shape& b, const Shape& y)
   return std::nullopt;
 }
 
+// A unary op's parameters: LeakyRelu's alpha, HardSigmoid's alpha and beta (ONNX defaults).
+VUnaryParams unary_params(VUnary u, const Attributes& a, const char* alpha, const char* beta) {
+  VUnaryParams p;
+  if (u == VUnary::leaky_relu) p.alpha = a.get_float(alpha, 0.01f);
+  if (u == VUnary::hard_sigmoid) {
+    p.alpha = a.get_float(alpha, 0.2f);
+    p.beta = a.get_float(beta, 0.5f);
+  }
+  return p;
+}
+
 class VElementwise final : public Kernel {
  public:
   VElementwise(const NodeContext& ctx, const F32VElementwiseKernels& ks) {
@@ -67,11 +79,7 @@ class VElementwise final : public Kernel {
     if (e.unary) {
       const VUnary u = static_cast<VUnary>(e.index);
       unary_ = ks.unary[e.index];
-      if (u == VUnary::leaky_relu) params_.alpha = n.attrs.get_float("alpha", 0.01f);
-      if (u == VUnary::hard_sigmoid) {
-        params_.alpha = n.attrs.get_float("alpha", 0.2f);
-        params_.beta = n.attrs.get_float("beta", 0.5f);
-      }
+      params_ = unary_params(u, n.attrs, "alpha", "beta");
       clip_ = u == VUnary::clamp;
       return;
     }
@@ -157,5 +165,21 @@ std::unique_ptr<Kernel> create_velementwise_avx2(const NodeContext& ctx) { retur
 #if defined(__aarch64__)
 std::unique_ptr<Kernel> create_velementwise_neon(const NodeContext& ctx) { return create_with(ctx, f32_velementwise_neon()); }
 #endif
+
+ConvPostOp::ConvPostOp(const Conv2dParams& p, const Target& target) {
+  if (p.post_op.empty()) return;
+  const VElementwiseOp* e = find_velementwise_op(p.post_op);
+  if (!e || !e->unary) throw Error("Conv post_op " + p.post_op + " has no element-wise kernel");
+  for (const F32VElementwiseKernels* ks : f32_velementwise_sets())
+    if (ks->runs_on(target)) {
+      fn_ = ks->unary[e->index];
+      break;
+    }
+  if (!fn_) throw Error("no element-wise kernel set runs on target " + target.name);
+  Attributes a;
+  a.set("alpha", p.post_alpha);
+  a.set("beta", p.post_beta);
+  params_ = unary_params(static_cast<VUnary>(e->index), a, "alpha", "beta");
+}
 
 }  // namespace lowbit

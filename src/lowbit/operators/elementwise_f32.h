@@ -6,10 +6,31 @@
 #include <memory>
 #include <string>
 
+#include "lowbit/kernels/f32-velementwise/velementwise.h"
 #include "lowbit/runtime/kernel.h"
 #include "lowbit/runtime/node_context.h"
 
 namespace lowbit {
+
+struct Conv2dParams;
+
+// An fp32 Conv's fused activation (Conv2dParams::post_op) on the fastest element-wise set the
+// target runs, for a conv kernel to apply to each output tile right after storing it (while it
+// is in L1). Every set gives the same bits, so the choice does not change results. Empty (false)
+// when the conv has none.
+class ConvPostOp {
+ public:
+  ConvPostOp() = default;
+  ConvPostOp(const Conv2dParams& p, const Target& target);
+  explicit operator bool() const { return fn_ != nullptr; }
+  void operator()(float* y, int64_t n) const {
+    if (fn_ && n > 0) fn_(static_cast<size_t>(n), y, y, params_);
+  }
+
+ private:
+  VUnaryFn fn_ = nullptr;
+  VUnaryParams params_;
+};
 
 // "" when one of the rows can run the node, else why not (dtype, broadcast pattern).
 std::string check_velementwise_f32(const NodeContext& ctx);

@@ -12,12 +12,17 @@
 #include "lowbit/ir/op_params.h"
 #include "lowbit/kernels/f32-winograd/f32_winograd.h"
 #include "lowbit/runtime/thread_pool.h"
+#include "lowbit/target/target.h"
 
 namespace lowbit::winograd {
 
 constexpr int64_t kXi = 16;                 // 4 x 4 transformed elements per tile
 constexpr int64_t kGroup = 4;               // channel panels whose U stays in L2 across tile panels
-constexpr int64_t kUInL2Bytes = 256 << 10;  // U this small stays in L2 across a task's tile panels
+
+// Whether transformed weights U of `u_bytes` stay in L2 across a task's tile panels: up to half of
+// it (256 KB on Zen 3's 512 KB, where this was a constant; ResNet's 3x3 convs have U of 147 KB to
+// 9.4 MB in fp32, so a 1-2 MB L2 moves the 64-128 channel stages to the tile-major walk).
+inline bool u_fits_l2(int64_t u_bytes, const CacheSizes& c) { return u_bytes <= c.l2 / 2; }
 
 // "" if F(2x2, 3x3) applies to the conv (3x3, stride 1, dilation 1, ungrouped) and repays its
 // 16/9 larger transformed weights (>= 32 output tiles, >= 8 input channels); else why not.

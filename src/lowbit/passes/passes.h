@@ -39,8 +39,9 @@ int remove_identities(Graph& g);
 int fuse_silu(Graph& g);
 
 // Conv + Add(residual) + Relu/Clip and Gemm + Relu/Clip become one node with a fused epilogue
-// (attributes act_min/act_max, Conv input 3 = residual).
-int fuse_epilogues(Graph& g);
+// (attributes act_min/act_max, Conv input 3 = residual); an fp32 Conv then takes the activation
+// after it (SiLU, HardSwish, ...: the ops whose schema says conv_post_op) as attribute post_op.
+int fuse_epilogues(Graph& g, bool post_ops = true);
 
 // Static memory plan: one arena, each runtime value at an offset; values whose lifetimes do not
 // overlap share bytes. Lifetimes are in node order.

@@ -533,12 +533,24 @@ std::vector<DType> activation_widths(const Graph& g, const QuantizeOptions& opts
   return w;
 }
 
+// A Conv that applies its activation itself (post_op) hides its output before the activation,
+// which calibration measures and the quantized graph needs as a value of its own.
+static void require_unfused_post_ops(const Graph& g) {
+  for (const Node& n : g.nodes)
+    if (n.attrs.has("post_op"))
+      throw Error("node " + n.label() + " applies its " + n.attrs.get_string("post_op", "") +
+                  " inside the conv, so its output before the activation cannot be calibrated or quantized: "
+                  "compile the fp32 model to quantize with CompileOptions::fuse_post_ops = false");
+}
+
 Graph quantize_graph(const Graph& g, const std::vector<Range>& ranges, const QuantizeOptions& opts) {
+  require_unfused_post_ops(g);
   return Rewriter(g, ranges, opts).run(opts.keep_fp32);
 }
 
 std::vector<Range> calibrate_model(CompiledModel& fp32, const QuantizeOptions& opts) {
   if (!opts.precision.quantized()) throw Error("calibration needs a quantized precision, not fp32");
+  require_unfused_post_ops(fp32.graph());
   if (opts.group_size < 0)
     throw Error("--group-size " + std::to_string(opts.group_size) + ": must be positive (or 0: per output channel)");
   if (opts.group_size > 0 && opts.precision.weight == DType::b1)

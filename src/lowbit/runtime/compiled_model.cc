@@ -56,7 +56,7 @@ std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const Compile
     fold_batch_norm(graph);
     binarize_convs(graph);
     fuse_silu(graph);
-    fuse_epilogues(graph);
+    fuse_epilogues(graph, opts.fuse_post_ops);
     pack_binary_chains(graph);
   }
   graph.remove_dead();

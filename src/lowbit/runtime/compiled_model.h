@@ -22,6 +22,10 @@ struct CompileOptions {
   // Time every applicable SIMD candidate per node on this host and pin the fastest (node
   // attribute `kernel`, which artifacts keep).
   bool autotune = false;
+  // Let fp32 Convs apply the activation after them (SiLU, HardSwish, ...: fuse_epilogues). A model
+  // that will be calibrated or quantized needs false: calibration reads each conv's output
+  // before its activation, and calibrate_model refuses a graph without it.
+  bool fuse_post_ops = true;
 };
 
 struct Step {

@@ -1,6 +1,8 @@
 #include "lowbit/target/target.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -124,7 +126,129 @@ Target apply_isa_cap(Target t, const char* cap) {
   return t;
 }
 
+// Level 1 data, 2 and 3 from /sys/devices/system/cpu/cpu0/cache/index*/{level,type,size}.
+bool caches_from_sysfs(CacheSizes& c) {
+  bool any = false;
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream lf(dir + "level"), tf(dir + "type"), sf(dir + "size");
+    int level = 0;
+    std::string type, size;
+    if (!(lf >> level) || !(tf >> type) || !(sf >> size)) continue;
+    const int64_t bytes = parse_cache_size(size);
+    if (bytes <= 0 || type == "Instruction") continue;
+    if (level == 1) c.l1d = bytes;
+    else if (level == 2) c.l2 = bytes;
+    else if (level == 3) c.l3 = bytes;
+    else continue;
+    any = true;
+  }
+  if (any) c.source = "sysfs";
+  return any;
+}
+
+#if defined(__x86_64__)
+// cpuid's deterministic cache parameters: leaf 4 on Intel, 0x8000001D on AMD (same layout; leaf 4
+// reads as zeros on AMD). Size = ways x partitions x line x sets.
+bool caches_from_cpuid(CacheSizes& c) {
+  for (unsigned leaf : {4u, 0x8000001Du}) {
+    if (__get_cpuid_max(leaf & 0x80000000u, nullptr) < leaf) continue;
+    bool any = false;
+    for (unsigned sub = 0; sub < 8; ++sub) {
+      unsigned a = 0, b = 0, cc = 0, d = 0;
+      __cpuid_count(leaf, sub, a, b, cc, d);
+      const unsigned type = a & 0x1f, level = (a >> 5) & 0x7;
+      if (type == 0) break;
+      if (type == 2) continue;  // instruction cache
+      const int64_t bytes = int64_t{(b >> 22) + 1} * (((b >> 12) & 0x3ff) + 1) * ((b & 0xfff) + 1) * (int64_t{cc} + 1);
+      if (level == 1) c.l1d = bytes;
+      else if (level == 2) c.l2 = bytes;
+      else if (level == 3) c.l3 = bytes;
+      any = true;
+    }
+    if (any) {
+      c.source = "cpuid";
+      return true;
+    }
+  }
+  return false;
+}
+#endif
+
+CacheSizes detect_caches() {
+  CacheSizes c;
+  if (caches_from_sysfs(c)) return c;
+#if defined(__x86_64__)
+  c = CacheSizes{};
+  if (caches_from_cpuid(c)) return c;
+#endif
+  return CacheSizes{};
+}
+
+std::string human(int64_t bytes) {
+  if (bytes >= (1 << 20) && bytes % (1 << 20) == 0) return std::to_string(bytes >> 20) + " MB";
+  if (bytes >= (1 << 20)) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f MB", static_cast<double>(bytes) / (1 << 20));
+    return buf;
+  }
+  return std::to_string(bytes >> 10) + " KB";
+}
+
 }  // namespace
+
+int64_t parse_cache_size(const std::string& text) {
+  if (text.empty() || text.size() > 24) return -1;
+  size_t pos = 0;
+  int64_t v = 0;
+  while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+    v = v * 10 + (text[pos++] - '0');
+    if (v > (int64_t{1} << 40)) return -1;
+  }
+  if (pos == 0) return -1;
+  int64_t mul = 1;
+  if (pos < text.size()) {
+    const char u = text[pos++];
+    if (u == 'K' || u == 'k') mul = int64_t{1} << 10;
+    else if (u == 'M' || u == 'm') mul = int64_t{1} << 20;
+    else if (u == 'G' || u == 'g') mul = int64_t{1} << 30;
+    else return -1;
+    if (pos < text.size() && (text[pos] == 'B' || text[pos] == 'b')) ++pos;
+  }
+  if (pos != text.size()) return -1;
+  return v * mul;
+}
+
+CacheSizes parse_cache_sizes(const std::string& spec, CacheSizes base) {
+  std::stringstream ss(spec);
+  for (std::string item; std::getline(ss, item, ',');) {
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    const int64_t bytes = eq == std::string::npos ? -1 : parse_cache_size(item.substr(eq + 1));
+    if (bytes < 0) throw Error("cache sizes '" + spec + "': '" + item + "' is not NAME=SIZE (l1d=48K, l2=1M, l3=32M)");
+    if (bytes < (4 << 10) || bytes > (int64_t{4} << 30))
+      throw Error("cache sizes '" + spec + "': " + key + " must be between 4K and 4G");
+    if (key == "l1d") base.l1d = bytes;
+    else if (key == "l2") base.l2 = bytes;
+    else if (key == "l3") base.l3 = bytes;
+    else throw Error("cache sizes '" + spec + "': unknown cache '" + key + "' (l1d, l2, l3)");
+  }
+  base.source = "LOWBIT_CACHES";
+  return base;
+}
+
+std::string CacheSizes::to_string() const {
+  return "L1d " + human(l1d) + ", L2 " + human(l2) + (l3 ? ", L3 " + human(l3) : "") + " (" + source + ")";
+}
+
+const CacheSizes& host_caches() {
+  static const CacheSizes c = [] {
+    const CacheSizes detected = detect_caches();
+    const char* env = std::getenv("LOWBIT_CACHES");
+    return env && *env ? parse_cache_sizes(env, detected) : detected;
+  }();
+  return c;
+}
 
 const char* feature_name(Feature f) { return kFeatures[static_cast<size_t>(f)].name; }
 
@@ -154,7 +278,9 @@ std::string Target::spec() const {
 
 Target host_target() {
   static const Target detected = detect();
-  return apply_isa_cap(detected, std::getenv("LOWBIT_ISA"));
+  Target t = apply_isa_cap(detected, std::getenv("LOWBIT_ISA"));
+  t.caches = host_caches();
+  return t;
 }
 
 Target parse_target(const std::string& spec) {
@@ -170,6 +296,7 @@ Target parse_target(const std::string& spec) {
   }
   Target t = it->second;
   t.name = spec;
+  t.caches = host_caches();
   for (size_t i = 1; i < parts.size(); ++i) {
     bool found = false;
     for (unsigned f = 0; f < static_cast<unsigned>(Feature::count_); ++f)

@@ -135,7 +135,8 @@ class QdqExporter {
   // False for lowbit-internal attributes (fused clamp, QDQ notes, pinned kernel) and for those
   // opset 13 lacks.
   static bool exported_attr(const Node& n, const std::string& k) {
-    return !(k == "act_min" || k == "act_max" || k == "qdq_unfused" || k == kPinnedKernelAttr ||
+    return !(k == "act_min" || k == "act_max" || k == "post_op" || k == "post_alpha" || k == "post_beta" ||
+             k == "qdq_unfused" || k == kPinnedKernelAttr ||
              k == kPrepackedAttr || k == kPrepackedKeyAttr) &&
            opset13_attribute(n, k);
   }
@@ -373,6 +374,7 @@ class QdqExporter {
     }
     const bool conv_residual = n.op == "Conv" && Graph::input_or_none(n, 3) != kNoValue;
     const bool act = n.attrs.has("act_min") || n.attrs.has("act_max");
+    const std::string post = n.op == "Conv" ? n.attrs.get_string("post_op", "") : "";
     if (n.op == "Softmax" && n.attrs.get_int("coerce_2d", 0) != 0)
       throw Error("node " + n.label() + ": coerce_2d (opset < 13 Softmax) has no opset-13 form");
     std::vector<std::string> in;
@@ -382,7 +384,7 @@ class QdqExporter {
     std::vector<std::string> out;
     for (ValueId o : n.outputs) out.push_back(o == kNoValue ? "" : g_.value(o).name);
     const std::string final_out = out.empty() ? "" : out[0];
-    if (conv_residual || act) out[0] = fresh(n.name + "_pre");
+    if (conv_residual || act || !post.empty()) out[0] = fresh(n.name + "_pre");
     auto* p = node(n.op, n.name, in, out);
     copy_attrs(p, n);
     std::string cur = out.empty() ? "" : out[0];
@@ -391,8 +393,18 @@ class QdqExporter {
       node("Add", n.name + "_add", {cur, name(n.inputs[3])}, {s});
       cur = s;
     }
-    if (conv_residual || act) {
-      cur = activation(n, cur, nullptr);
+    if (conv_residual || act) cur = activation(n, cur, nullptr);
+    if (!post.empty()) {
+      // The fused post-op (passes/fuse_epilogues.cc) as the node it came from.
+      if (post == "SiLU" || post == "HardSwish") {
+        emit_gated(post, n.name + "_" + post, cur, final_out);
+      } else {
+        onnx::NodeProto* a = node(post, n.name + "_" + post, {cur}, {final_out});
+        if (post == "LeakyRelu" || post == "HardSigmoid")
+          copy_attr(a, n, "alpha", AttrValue(n.attrs.get_float("post_alpha", post == "LeakyRelu" ? 0.01f : 0.2f)));
+        if (post == "HardSigmoid") copy_attr(a, n, "beta", AttrValue(n.attrs.get_float("post_beta", 0.5f)));
+      }
+    } else if (conv_residual || act) {
       node("Identity", n.name + "_out", {cur}, {final_out});
     }
   }

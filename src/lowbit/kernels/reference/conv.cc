@@ -23,7 +23,20 @@ void require_f32(const Node& n, std::span<const TensorView> in, size_t count) {
       fail(n, "reference kernel expects f32 input " + std::to_string(i) + ", got " + dtype_name(in[i].dtype));
 }
 
-// y = clamp(conv(x, w) + bias + residual, act_min, act_max)
+// The fused post_op over y in place, by that op's own reference kernel (one definition of it).
+void apply_post_op(const Graph& g, const Conv2dParams& p, const Node& conv, const TensorView& y) {
+  Node act;
+  act.name = conv.name + "/" + p.post_op;
+  act.op = p.post_op;
+  act.attrs.set("alpha", p.post_alpha);
+  act.attrs.set("beta", p.post_beta);
+  const ReferenceFn fn = find_reference(p.post_op);
+  if (!fn) fail(conv, "no reference kernel for its post_op " + p.post_op);
+  const TensorView v[1] = {y};
+  fn(g, act, std::span<const TensorView>(v, 1), std::span<const TensorView>(v, 1));
+}
+
+// y = post_op(clamp(conv(x, w) + bias + residual, act_min, act_max))
 void conv(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
   require_f32(n, in, 4);
   const Conv2dParams p = conv2d_params(g, n);
@@ -65,6 +78,7 @@ void conv(const Graph& g, const Node& n, std::span<const TensorView> in, std::sp
       }
     }
   }
+  if (!p.post_op.empty()) apply_post_op(g, p, n, out[0]);
 }
 
 // ConvTranspose with 1-3 spatial dims (lower ranks are treated as 3-D with unit leading axes).
