@@ -359,6 +359,15 @@ std::vector<ConvCase> depthwise_cases() {
   v.push_back({.C = 3, .H = 9, .W = 9, .M = 3, .KH = 7, .KW = 7, .pads = {3, 3, 3, 3}, .group = 3});
   v.push_back(
       {.N = 2, .C = 6, .H = 8, .W = 5, .M = 6, .KH = 3, .KW = 1, .SH = 1, .SW = 2, .pads = {1, 0, 1, 0}, .group = 6});
+  // EfficientNet / MobileNet shapes: many small planes (a task takes a run of channels), 5x5 with
+  // padding 2 at stride 1 and 2 on odd maps, a plane wider than 8 vectors of flat outputs.
+  v.push_back({.C = 70, .H = 7, .W = 7, .M = 70, .KH = 5, .KW = 5, .pads = {2, 2, 2, 2}, .group = 70,
+               .residual = true});
+  v.push_back({.C = 9, .H = 15, .W = 15, .M = 9, .KH = 5, .KW = 5, .SH = 2, .SW = 2, .pads = {2, 2, 2, 2},
+               .group = 9});
+  v.push_back({.C = 4, .H = 29, .W = 31, .M = 4, .KH = 3, .KW = 3, .SH = 2, .SW = 1, .pads = {0, 1, 1, 1},
+               .group = 4, .act_min = 0});
+  v.push_back({.C = 3, .H = 1, .W = 40, .M = 3, .KH = 1, .KW = 5, .pads = {0, 2, 0, 2}, .group = 3});
   return v;
 }
 
@@ -464,12 +473,19 @@ TEST(F32Kernels, ConvWinogradChecksGiveReasons) {
 }
 
 TEST(F32Kernels, ConvDepthwise) {
-  if (!host_has_avx2_fma()) GTEST_SKIP() << "host lacks avx2+fma";
+  const std::vector<std::string> rows = host_gemm_candidates("f32-dwconv2d-");
+  if (rows.empty()) GTEST_SKIP() << "host has no SIMD depthwise kernels";
   std::mt19937 rng(2);
   for (const ConvCase& c : depthwise_cases()) {
     SCOPED_TRACE(c.str());
     OneNode t = make_conv(c, rng);
-    check_against_reference(t, "f32-dwconv2d-chw-avx2", c.str());
+    for (const std::string& name : rows) {
+      SCOPED_TRACE(name);
+      check_against_reference(t, name, c.str());
+    }
+    // Every set sums the taps in the same order with one FMA each: the same bits on every ISA.
+    for (size_t i = 1; i < rows.size(); ++i)
+      expect_identical(t.run_candidate(rows[0], 1), t.run_candidate(rows[i], 1), rows[0] + " vs " + rows[i]);
   }
 }
 
@@ -518,7 +534,7 @@ TEST(F32Kernels, ConvPostOps) {
 TEST(F32Kernels, ConvChecksGiveReasons) {
   std::mt19937 rng(3);
   OneNode grouped = make_conv({.C = 8, .H = 5, .W = 5, .M = 8, .KH = 3, .KW = 3, .group = 4}, rng);
-  EXPECT_EQ(grouped.check("f32-dwconv2d-chw-avx2"), "group 4 is not depthwise (C=8, M=8)");
+  EXPECT_EQ(grouped.check("f32-dwconv2d-flat-avx2"), "group 4 is not depthwise (C=8, M=8)");
   EXPECT_EQ(grouped.check("f32-conv2d-igemm-6x16-avx2"), "");
 
   OneNode runtime_w;

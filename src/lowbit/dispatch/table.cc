@@ -33,13 +33,11 @@ const std::vector<KernelCandidate>& all_candidates() {
         f32_gemm_avx512.push_back("f32_gemm_" + std::to_string(mr) + "x" + std::to_string(nr) + "__avx512");
     const std::vector<Feature> avx512 = {F::avx2, F::fma, F::avx512f, F::avx512bw};
     // Depthwise first: the igemm would run a single-channel tile row per group there.
-    t.push_back({"Conv",
-                 "f32-dwconv2d-chw-avx2",
-                 x86,
-                 {F::avx2, F::fma},
-                 check_conv2d_f32_dwconv,
-                 LOWBIT_X86_ONLY(create_conv2d_f32_dwconv_avx2),
-                 {"f32_dwconv2d_chw__avx2"}});
+    t.push_back({"Conv", "f32-dwconv2d-flat-avx512", x86, avx512, check_conv2d_f32_dwconv,
+                 LOWBIT_X86_ONLY(create_conv2d_f32_dwconv_avx512),
+                 {"f32_dwconv_flat__avx512", "f32_dwconv_store__avx512"}});
+    t.push_back({"Conv", "f32-dwconv2d-flat-avx2", x86, {F::avx2, F::fma}, check_conv2d_f32_dwconv,
+                 LOWBIT_X86_ONLY(create_conv2d_f32_dwconv_avx2), {"f32_dwconv_flat__avx2", "f32_dwconv_store__avx2"}});
     // Winograd ahead of the implicit GEMM where it applies (3x3 stride 1, enough tiles): 2.25x
     // fewer multiplies on the same micro-kernels.
     auto plus = [](std::vector<std::string> v, std::initializer_list<const char*> more) {
@@ -87,12 +85,13 @@ const std::vector<KernelCandidate>& all_candidates() {
                  {"f32_global_avgpool__avx2"}});
 
     // ---- AArch64 ----
-    // Depthwise and pooling have no NEON kernels yet: the igemm takes depthwise convs (one
-    // channel per tile row), the reference the pools.
+    // Pooling has no NEON kernels yet: the reference takes the pools.
     const std::vector<std::string> f32_gemm_neon = {
         "f32_gemm_1x16__neon", "f32_gemm_2x16__neon", "f32_gemm_3x16__neon", "f32_gemm_4x16__neon",
         "f32_gemm_5x16__neon", "f32_gemm_6x16__neon", "f32_gemm_1x8__neon",  "f32_gemm_2x8__neon",
         "f32_gemm_3x8__neon",  "f32_gemm_4x8__neon",  "f32_gemm_5x8__neon",  "f32_gemm_6x8__neon"};
+    t.push_back({"Conv", "f32-dwconv2d-flat-neon", arm, {F::neon}, check_conv2d_f32_dwconv,
+                 LOWBIT_AARCH64_ONLY(create_conv2d_f32_dwconv_neon), {"f32_dwconv_flat__neon", "f32_dwconv_store__neon"}});
     t.push_back({"Conv", "f32-conv2d-winograd-2x2-3x3-neon", arm, {F::neon}, check_conv2d_f32_winograd,
                  LOWBIT_AARCH64_ONLY(create_conv2d_f32_winograd_neon),
                  plus(f32_gemm_neon, {"f32_winograd_input_2x2_3x3__neon", "f32_winograd_output_2x2_3x3__neon"})});

@@ -486,55 +486,81 @@ bool use_channels_on_lanes(const Conv2dParams& p, const F32GemmKernels& ks) {
 }
 
 // ---- depthwise ----
-
-#if defined(__x86_64__)
+//
+// Flat polyphase planes (kernels/f32-dwconv/f32_dwconv.h): per channel, the padded input is split
+// into its SH * SW phase planes in a per-thread scratch, the ISA kernel computes the flat outputs
+// (OH rows of Wp) and stores the OW valid ones of each row with residual and clamp; the post-op runs
+// on the plane just written. A task takes a run of channels (small maps: one call per 7x7 plane
+// cost more than its arithmetic). Results do not depend on the thread count.
 class DwConv2dF32 final : public Kernel {
  public:
-  DwConv2dF32(const Conv2dParams& p, const float* w, const float* bias, int threads, const Target& target)
-      : p_(p), post_(p, target) {
-    const int64_t taps = p.KH * p.KW;
-    weights_ = Tensor(DType::f32, {p.C * taps});
-    std::memcpy(weights_.data<float>(), w, static_cast<size_t>(p.C * taps) * sizeof(float));
+  DwConv2dF32(const Conv2dParams& p, const float* w, const float* bias, int threads, const Target& target,
+              const F32DwconvKernels& ks)
+      : p_(p), ks_(ks), post_(p, target) {
+    taps_ = p.KH * p.KW;
+    weights_ = Tensor(DType::f32, {p.C * taps_});
+    std::memcpy(weights_.data<float>(), w, static_cast<size_t>(p.C * taps_) * sizeof(float));
     bias_ = Tensor(DType::f32, {p.C});
     if (bias) std::memcpy(bias_.data<float>(), bias, static_cast<size_t>(p.C) * sizeof(float));
-    PH_ = p.H + p.pad_top + p.pad_bottom;
-    PW_ = p.W + p.pad_left + p.pad_right;
-    plane_floats_ = PH_ * PW_ + 16 * p.SW + 16;  // slack for vector tails
-    geom_ = {static_cast<size_t>(p.KH), static_cast<size_t>(p.KW), static_cast<size_t>(p.SH),
-             static_cast<size_t>(p.SW), static_cast<size_t>(p.DH), static_cast<size_t>(p.DW),
-             static_cast<size_t>(p.OH), static_cast<size_t>(p.OW)};
-    planes_.fetch(std::max(threads, 1), plane_floats_);
+    const int64_t PH = p.H + p.pad_top + p.pad_bottom, PW = p.W + p.pad_left + p.pad_right;
+    Hp_ = ceil_div(PH, p.SH);
+    Wp_ = ceil_div(PW, p.SW);
+    const auto u = [](int64_t v) { return static_cast<size_t>(v); };
+    split_ = {u(p.H), u(p.W), u(p.pad_top), u(p.pad_left), u(p.SH), u(p.SW), u(Hp_), u(Wp_)};
+    int64_t max_off = 0;
+    for (int64_t kh = 0; kh < p.KH; ++kh)
+      for (int64_t kw = 0; kw < p.KW; ++kw) {
+        const int64_t a = kh * p.DH, b = kw * p.DW;
+        const int64_t off = ((a % p.SH) * p.SW + b % p.SW) * Hp_ * Wp_ + (a / p.SH) * Wp_ + b / p.SW;
+        off_.push_back(static_cast<int32_t>(off));
+        max_off = std::max(max_off, off);
+      }
+    const int64_t lanes = static_cast<int64_t>(ks.lanes);
+    nflat_ = ceil_div(p.OH * Wp_, lanes) * lanes;
+    phases_floats_ = p.SH * p.SW * Hp_ * Wp_;
+    src_floats_ = std::max(phases_floats_, max_off + nflat_) + 16;
+    // Channels per task: about 16K outputs each, so 7x7 maps do not pay a task per plane.
+    cpt_ = std::clamp<int64_t>((16 << 10) / std::max<int64_t>(1, p.OH * p.OW), 1, 64);
+    scratch_.fetch(std::max(threads, 1), src_floats_ + nflat_);
   }
 
   int64_t packed_weight_bytes() const override { return weights_.nbytes() + bias_.nbytes(); }
 
   void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
-    planes_.fetch(pool.size(), plane_floats_);
+    scratch_.fetch(pool.size(), src_floats_ + nflat_);
     const float* x = in[0].as<float>();
     const float* res = in.size() > 3 && in[3].data ? in[3].as<float>() : nullptr;
     float* y = out[0].as<float>();
-    const int64_t OHW = p_.OH * p_.OW, taps = p_.KH * p_.KW;
-    pool.parallel_for(p_.N * p_.C, [&](int64_t nc, int thread) {
-      const int64_t c = nc % p_.C;
-      float* plane = planes_[thread];
-      ops::copy_padded_plane(x + nc * p_.H * p_.W, p_.H, p_.W, p_.pad_top, p_.pad_left, PW_, plane_floats_, 0.0f,
-                             plane);
-      f32_dwconv2d_chw__avx2(plane, static_cast<size_t>(PW_), geom_, weights_.data<float>() + c * taps,
-                             bias_.data<float>()[c], res ? res + nc * OHW : nullptr, y + nc * OHW, p_.act_min,
-                             p_.act_max);
-      post_(y + nc * OHW, OHW);  // the plane just written, in L1 or L2
+    const int64_t OHW = p_.OH * p_.OW, planes = p_.N * p_.C;
+    const int64_t tasks = ceil_div(planes, cpt_);
+    pool.parallel_for(tasks, [&](int64_t t, int thread) {
+      float* src = scratch_[thread];
+      float* flat = src + src_floats_;
+      // The padding and the slack (read only by the dropped columns) stay zero across the task's
+      // channels: each writes the same interior.
+      std::memset(src, 0, static_cast<size_t>(src_floats_) * sizeof(float));
+      for (int64_t nc = t * cpt_; nc < std::min(planes, (t + 1) * cpt_); ++nc) {
+        const int64_t c = nc % p_.C;
+        ks_.split(x + nc * p_.H * p_.W, split_, src);
+        ks_.flat(src, off_.data(), weights_.data<float>() + c * taps_, static_cast<size_t>(taps_),
+                 bias_.data<float>()[c], static_cast<size_t>(nflat_), flat);
+        ks_.store(flat, static_cast<size_t>(Wp_), static_cast<size_t>(p_.OH), static_cast<size_t>(p_.OW),
+                  res ? res + nc * OHW : nullptr, p_.act_min, p_.act_max, y + nc * OHW);
+        post_(y + nc * OHW, OHW);  // the plane just written, in L1 or L2
+      }
     });
   }
 
  private:
   Conv2dParams p_;
+  F32DwconvKernels ks_;
   ConvPostOp post_;
   Tensor weights_, bias_;
-  int64_t PH_ = 0, PW_ = 0, plane_floats_ = 0;
-  F32DwconvGeometry geom_{};
-  ops::PerThreadWorkspace planes_;
+  int64_t taps_ = 0, Hp_ = 0, Wp_ = 0, nflat_ = 0, phases_floats_ = 0, src_floats_ = 0, cpt_ = 1;
+  F32DwconvSplit split_{};
+  std::vector<int32_t> off_;
+  ops::PerThreadWorkspace scratch_;
 };
-#endif  // __x86_64__
 
 std::string check_conv_common(const NodeContext& ctx) {
   for (auto r : {ops::need_f32(ctx, 0, "input"), ops::need_f32(ctx, 1, "weights"), ops::need_f32(ctx, 2, "bias"),
@@ -658,10 +684,23 @@ std::string check_conv2d_f32_dwconv(const NodeContext& ctx) {
   return "";
 }
 
+static std::unique_ptr<Kernel> create_conv2d_f32_dwconv(const NodeContext& ctx, const F32DwconvKernels& ks) {
+  const Conv2dParams p = conv2d_params(ctx.graph, ctx.node);
+  return std::make_unique<DwConv2dF32>(p, ctx.constant(1)->data<float>(), bias_data(ctx), ctx.threads, ctx.target,
+                                       ks);
+}
+
 #if defined(__x86_64__)
 std::unique_ptr<Kernel> create_conv2d_f32_dwconv_avx2(const NodeContext& ctx) {
-  const Conv2dParams p = conv2d_params(ctx.graph, ctx.node);
-  return std::make_unique<DwConv2dF32>(p, ctx.constant(1)->data<float>(), bias_data(ctx), ctx.threads, ctx.target);
+  return create_conv2d_f32_dwconv(ctx, *f32_dwconv_avx2());
+}
+std::unique_ptr<Kernel> create_conv2d_f32_dwconv_avx512(const NodeContext& ctx) {
+  return create_conv2d_f32_dwconv(ctx, *f32_dwconv_avx512());
+}
+#endif
+#if defined(__aarch64__)
+std::unique_ptr<Kernel> create_conv2d_f32_dwconv_neon(const NodeContext& ctx) {
+  return create_conv2d_f32_dwconv(ctx, *f32_dwconv_neon());
 }
 #endif
 

@@ -61,6 +61,8 @@ std::unique_ptr<Kernel> create_conv2d_f32_igemm_neon(const NodeContext& ctx);
 
 // Depthwise conv (group == C == M), any kernel size, stride, dilation and padding.
 std::string check_conv2d_f32_dwconv(const NodeContext& ctx);
-std::unique_ptr<Kernel> create_conv2d_f32_dwconv_avx2(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_conv2d_f32_dwconv_avx2(const NodeContext& ctx);    // x86-64 builds
+std::unique_ptr<Kernel> create_conv2d_f32_dwconv_avx512(const NodeContext& ctx);  // x86-64 builds
+std::unique_ptr<Kernel> create_conv2d_f32_dwconv_neon(const NodeContext& ctx);    // AArch64 builds
 
 }  // namespace lowbit

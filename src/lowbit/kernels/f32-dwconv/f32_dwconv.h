@@ -1,18 +1,45 @@
 #pragma once
-// Depthwise (one filter per channel) fp32 convolution of one CHW plane.
+// Depthwise (one filter per channel) fp32 convolution as flat polyphase planes (README.md): a
+// conv of stride SH x SW over a padded plane is a 1-D convolution over its SH * SW phase planes
+// (phase (a, b) holds padded rows a, a + SH, ... and columns b, b + SW, ...), laid out one after
+// another, each Wp = ceil(PW / SW) wide. Output (oh, ow) sits at flat q = oh * Wp + ow, and tap
+// (kh, kw) reads src[off + q] with off = the start of phase (kh*DH % SH, kw*DW % SW) +
+// (kh*DH / SH) * Wp + kw*DW / SW: every tap is one vector load and one FMA per L outputs, with no
+// row tails and no stride shuffles (a 7x7 map is 5 zmm of flat outputs, not 7 mostly empty rows).
+// The Wp - OW columns past each row's end are computed and dropped by the store.
 #include <cstddef>
+#include <cstdint>
+
+#ifndef LOWBIT_KERNEL_NS
+#define LOWBIT_KERNEL_NS lowbit
+#endif
 
 namespace lowbit {
 
-struct F32DwconvGeometry {
-  size_t KH, KW, SH, SW, DH, DW;
-  size_t OH, OW;
+// The phase split of one H x W plane: padded by pad_top / pad_left (and whatever the phase planes,
+// Hp x Wp each, hold past it), strides SH x SW.
+struct F32DwconvSplit {
+  size_t H, W, pad_top, pad_left, SH, SW, Hp, Wp;
 };
 
-// x: the input plane already padded (row stride ld_x), readable for 16 * SW + 16 floats past the
-// last row (vector tails over-read there). w: KH*KW taps. res: residual plane (OH x OW) or nullptr.
-// y[oh][ow] = clamp(bias + res + sum w[kh][kw] * x[oh*SH + kh*DH][ow*SW + kw*DW], min, max).
-void f32_dwconv2d_chw__avx2(const float* x, size_t ld_x, const F32DwconvGeometry& g, const float* w, float bias,
-                            const float* res, float* y, float min, float max);
+struct F32DwconvKernels {
+  const char* isa;  // "avx512": the suffix of its functions' names
+  size_t lanes;     // floats per vector: n is rounded up to a multiple of it
+  // out[q] = bias + sum_t w[t] * src[off[t] + q] for q < n rounded up to whole vectors (src readable
+  // and out writable that far). The taps are summed in order t = 0, 1, ...
+  void (*flat)(const float* src, const int32_t* off, const float* w, size_t taps, float bias, size_t n, float* out);
+  // y[oh][ow] = min(max(flat[oh * ld + ow] + res[oh][ow], lo), hi) for oh < OH, ow < OW; res may be
+  // null. NaN passes through the clamp, as in the reference.
+  void (*store)(const float* flat, size_t ld, size_t OH, size_t OW, const float* res, float lo, float hi, float* y);
+  // x's plane into src's SH * SW phase planes, writing only the input's positions (the padding
+  // must already be zero there): row copies at stride 1, even / odd deinterleaves at stride 2.
+  void (*split)(const float* x, const F32DwconvSplit& g, float* src);
+};
 
 }  // namespace lowbit
+
+namespace LOWBIT_KERNEL_NS {
+const ::lowbit::F32DwconvKernels* f32_dwconv_avx2();    // x86-64 builds
+const ::lowbit::F32DwconvKernels* f32_dwconv_avx512();  // x86-64 builds
+const ::lowbit::F32DwconvKernels* f32_dwconv_neon();    // AArch64 builds
+}  // namespace LOWBIT_KERNEL_NS

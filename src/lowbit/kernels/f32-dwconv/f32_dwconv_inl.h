@@ -1,0 +1,130 @@
+#pragma once
+// The flat polyphase depthwise kernels, written once over an fp32 vector traits type V
+// (kernels/simd/f32_vec_*.h; included by the ISA files only). See f32_dwconv.h for the contract
+// and README.md for the layout.
+#include <cstddef>
+#include <cstdint>
+
+#include "lowbit/kernels/f32-dwconv/f32_dwconv.h"
+
+namespace LOWBIT_KERNEL_NS::dwconv {
+namespace {
+
+// NV vectors of flat outputs from q: one tap at a time over all NV (NV independent FMA chains,
+// one load each), the taps in order, so every output sums its taps in the same order whatever NV.
+template <class V, int NV>
+inline void flat_block(const float* src, const int32_t* off, const float* w, size_t taps, float bias, size_t q,
+                       float* out) {
+  constexpr size_t L = V::kLanes;
+  typename V::Vec acc[NV];
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) acc[v] = V::set1(bias);
+  for (size_t t = 0; t < taps; ++t) {
+    const typename V::Vec wv = V::set1(w[t]);
+    const float* s = src + off[t] + q;
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) acc[v] = V::fma(wv, V::load(s + static_cast<size_t>(v) * L), acc[v]);
+  }
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) V::store(out + q + static_cast<size_t>(v) * L, acc[v]);
+}
+
+// out[q] = bias + sum_t w[t] * src[off[t] + q] for q < n rounded up to whole vectors.
+template <class V>
+void flat(const float* src, const int32_t* off, const float* w, size_t taps, float bias, size_t n, float* out) {
+  constexpr size_t L = V::kLanes;
+  size_t q = 0;
+  // 8 chains cover two FMA pipes of 4-cycle latency; fewer at the end.
+  for (; q + 8 * L <= n; q += 8 * L) flat_block<V, 8>(src, off, w, taps, bias, q, out);
+  for (; q + 4 * L <= n; q += 4 * L) flat_block<V, 4>(src, off, w, taps, bias, q, out);
+  for (; q < n; q += L) flat_block<V, 1>(src, off, w, taps, bias, q, out);
+}
+
+// y[oh][ow] = min(max(flat[oh * ld + ow] + res[oh][ow], lo), hi): whole vectors, then lanes.
+template <class V>
+void store_rows(const float* flat, size_t ld, size_t oh_n, size_t ow_n, const float* res, float lo, float hi,
+                float* y) {
+  constexpr size_t L = V::kLanes;
+  const typename V::Vec vlo = V::set1(lo), vhi = V::set1(hi);
+  for (size_t oh = 0; oh < oh_n; ++oh) {
+    const float* f = flat + oh * ld;
+    float* yr = y + oh * ow_n;
+    const float* rr = res ? res + oh * ow_n : nullptr;
+    size_t ow = 0;
+    for (; ow + L <= ow_n; ow += L) {
+      typename V::Vec v = V::load(f + ow);
+      if (rr) v = V::add(v, V::load(rr + ow));
+      V::store(yr + ow, V::min(vhi, V::max(vlo, v)));
+    }
+    if (ow < ow_n) {
+      const size_t n = ow_n - ow;
+      typename V::Vec v = V::load_n(f + ow, n);
+      if (rr) v = V::add(v, V::load_n(rr + ow, n));
+      V::store_n(yr + ow, V::min(vhi, V::max(vlo, v)), n);
+    }
+  }
+}
+
+// y[i] = x[i] for i < n.
+template <class V>
+inline void copy_row(const float* x, size_t n, float* y) {
+  constexpr size_t L = V::kLanes;
+  size_t i = 0;
+  for (; i + L <= n; i += L) V::store(y + i, V::load(x + i));
+  if (i < n) V::store_n(y + i, V::load_n(x + i, n - i), n - i);
+}
+
+// even[i] = x[2i] for i < (n + 1) / 2, odd[i] = x[2i + 1] for i < n / 2.
+template <class V>
+inline void deinterleave_row(const float* x, size_t n, float* even, float* odd) {
+  constexpr size_t L = V::kLanes;
+  size_t i = 0;
+  for (; 2 * (i + L) <= n; i += L) {
+    typename V::Vec e, o;
+    V::deinterleave(x + 2 * i, e, o);
+    V::store(even + i, e);
+    V::store(odd + i, o);
+  }
+  for (; 2 * i + 1 < n; ++i) even[i] = x[2 * i], odd[i] = x[2 * i + 1];
+  if (2 * i < n) even[i] = x[2 * i];
+}
+
+// An H x W plane into its phase planes (f32_dwconv.h) over a scratch whose padding is zero.
+template <class V>
+void split(const float* x, const ::lowbit::F32DwconvSplit& g, float* src) {
+  const size_t plane = g.Hp * g.Wp, pl = g.pad_left;
+  for (size_t ih = 0; ih < g.H; ++ih) {
+    const size_t ph = ih + g.pad_top;  // padded row: phase row ph / SH of row phase ph % SH
+    float* rows = src + (ph % g.SH) * g.SW * plane + (ph / g.SH) * g.Wp;
+    const float* xr = x + ih * g.W;
+    if (g.SW == 1) {
+      copy_row<V>(xr, g.W, rows + pl);
+    } else if (g.SW == 2) {  // input column iw goes to column phase (iw + pl) % 2, at (iw + pl) / 2
+      deinterleave_row<V>(xr, g.W, rows + (pl % 2) * plane + pl / 2, rows + ((pl + 1) % 2) * plane + (pl + 1) / 2);
+    } else {
+      for (size_t iw = 0; iw < g.W; ++iw) rows[((iw + pl) % g.SW) * plane + (iw + pl) / g.SW] = xr[iw];
+    }
+  }
+}
+
+}  // namespace
+}  // namespace LOWBIT_KERNEL_NS::dwconv
+
+// Each ISA file's two functions and its set from its traits type V.
+#define LOWBIT_F32_DWCONV_KERNELS(ISA, V)                                                                         \
+  void f32_dwconv_flat__##ISA(const float* src, const int32_t* off, const float* w, size_t taps, float bias,       \
+                              size_t n, float* out) {                                                             \
+    ::LOWBIT_KERNEL_NS::dwconv::flat<V>(src, off, w, taps, bias, n, out);                                         \
+  }                                                                                                               \
+  void f32_dwconv_store__##ISA(const float* flat, size_t ld, size_t oh, size_t ow, const float* res, float lo,     \
+                               float hi, float* y) {                                                              \
+    ::LOWBIT_KERNEL_NS::dwconv::store_rows<V>(flat, ld, oh, ow, res, lo, hi, y);                                  \
+  }                                                                                                               \
+  void f32_dwconv_split__##ISA(const float* x, const ::lowbit::F32DwconvSplit& g, float* src) {                   \
+    ::LOWBIT_KERNEL_NS::dwconv::split<V>(x, g, src);                                                              \
+  }                                                                                                               \
+  const ::lowbit::F32DwconvKernels* f32_dwconv_##ISA() {                                                          \
+    static constexpr ::lowbit::F32DwconvKernels k = {#ISA, V::kLanes, &f32_dwconv_flat__##ISA,                     \
+                                                      &f32_dwconv_store__##ISA, &f32_dwconv_split__##ISA};         \
+    return &k;                                                                                                    \
+  }

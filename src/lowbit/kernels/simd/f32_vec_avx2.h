@@ -1,0 +1,57 @@
+#pragma once
+// fp32 vector traits for avx2 kernels written once as templates (f32-velementwise, f32-dwconv):
+// Vec / Mask / kLanes, unaligned load / store, set1, add, sub, mul, div, fma (rounded once),
+// max / min (NaN in the second operand comes out), compares, select, abs, round, pow2,
+// deinterleave (even and odd floats of 2 * kLanes), load_n / store_n (the first n < kLanes). Include
+// only from avx2 sources (compiled with its flags); internal linkage, one copy per such source.
+#include <cstddef>
+#include <cstdint>
+#include "lowbit/kernels/x86_simd.h"
+
+#ifndef LOWBIT_KERNEL_NS
+#define LOWBIT_KERNEL_NS lowbit
+#endif
+
+namespace LOWBIT_KERNEL_NS::simd {
+namespace {
+
+struct Avx2F {
+  using Vec = __m256;
+  using Mask = __m256;
+  static constexpr size_t kLanes = 8;
+  static Vec load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
+  static Vec set1(float f) { return _mm256_set1_ps(f); }
+  static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+  static Vec sub(Vec a, Vec b) { return _mm256_sub_ps(a, b); }
+  static Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
+  static Vec div(Vec a, Vec b) { return _mm256_div_ps(a, b); }
+  static Vec fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+  static Vec max(Vec c, Vec v) { return _mm256_max_ps(c, v); }  // v when either is NaN
+  static Vec min(Vec c, Vec v) { return _mm256_min_ps(c, v); }
+  static Mask gt(Vec a, Vec b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
+  static Mask ge(Vec a, Vec b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }
+  static Mask ordered(Vec a) { return _mm256_cmp_ps(a, a, _CMP_ORD_Q); }
+  static Vec select(Mask m, Vec a, Vec b) { return _mm256_blendv_ps(b, a, m); }
+  static Vec abs(Vec v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+  static Vec round(Vec v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static Vec pow2(Vec n) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+  }
+  // e = p[0], p[2], ..., o = p[1], p[3], ... (2 * kLanes floats from p)
+  static void deinterleave(const float* p, Vec& e, Vec& o) {
+    const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8);
+    e = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xD8));
+    o = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8));
+  }
+  // The first n < kLanes floats (no lane past them read or written).
+  static __m256i first_lanes(size_t n) {
+    alignas(32) static const int32_t table[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(table + 8 - n));
+  }
+  static Vec load_n(const float* p, size_t n) { return _mm256_maskload_ps(p, first_lanes(n)); }
+  static void store_n(float* p, Vec v, size_t n) { _mm256_maskstore_ps(p, first_lanes(n), v); }
+};
+
+}  // namespace
+}  // namespace LOWBIT_KERNEL_NS::simd

@@ -1,0 +1,56 @@
+#pragma once
+// fp32 vector traits for portable kernels written once as templates (f32-velementwise, f32-dwconv):
+// Vec / Mask / kLanes, unaligned load / store, set1, add, sub, mul, div, fma (rounded once),
+// max / min (NaN in the second operand comes out), compares, select, abs, round, pow2,
+// deinterleave (even and odd floats of 2 * kLanes), load_n / store_n (the first n < kLanes). Include
+// only from portable sources (compiled with its flags); internal linkage, one copy per such source.
+#include <cstddef>
+#include <cstdint>
+#include <cmath>
+#include <cstring>
+
+#ifndef LOWBIT_KERNEL_NS
+#define LOWBIT_KERNEL_NS lowbit
+#endif
+
+namespace LOWBIT_KERNEL_NS::simd {
+namespace {
+
+struct ScalarF {
+  using Vec = float;
+  using Mask = bool;
+  static constexpr size_t kLanes = 1;
+  static Vec load(const float* p) { return *p; }
+  static void store(float* p, Vec v) { *p = v; }
+  static Vec set1(float f) { return f; }
+  static Vec add(Vec a, Vec b) { return a + b; }
+  static Vec sub(Vec a, Vec b) { return a - b; }
+  static Vec mul(Vec a, Vec b) { return a * b; }
+  static Vec div(Vec a, Vec b) { return a / b; }
+  static Vec fma(Vec a, Vec b, Vec c) { return std::fmaf(a, b, c); }
+  static Vec max(Vec c, Vec v) { return c > v ? c : v; }  // v when either is NaN, as maxps
+  static Vec min(Vec c, Vec v) { return c < v ? c : v; }
+  static Mask gt(Vec a, Vec b) { return a > b; }
+  static Mask ge(Vec a, Vec b) { return a >= b; }
+  static Mask ordered(Vec a) { return a == a; }
+  static Vec select(Mask m, Vec a, Vec b) { return m ? a : b; }
+  static Vec abs(Vec v) { return std::fabs(v); }
+  static Vec round(Vec v) { return std::nearbyintf(v); }
+  static Vec pow2(Vec n) {
+    const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  }
+  // e = p[0], o = p[1] (2 * kLanes floats from p)
+  static void deinterleave(const float* p, Vec& e, Vec& o) {
+    e = p[0];
+    o = p[1];
+  }
+  // The first n < kLanes floats: none.
+  static Vec load_n(const float*, size_t) { return 0.0f; }
+  static void store_n(float*, Vec, size_t) {}
+};
+
+}  // namespace
+}  // namespace LOWBIT_KERNEL_NS::simd

@@ -1,0 +1,47 @@
+// The AVX-512 flat depthwise set, compiled against SIMDe, gives the bits of the taps summed in
+// order with one fmaf each (what every set computes; tests/f32_kernels_test.cc checks the sets the
+// host runs the same way, and the whole conv against the reference).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "lowbit/kernels/f32-dwconv/f32_dwconv.h"
+#include "lowbit/target/target.h"
+
+namespace lowbit {
+namespace {
+
+TEST(DwconvSimde, Avx512SumsTheTapsInOrderWithOneFmaEach) {
+  if (!host_target().has(Feature::avx2)) GTEST_SKIP() << "this build of the emulation uses AVX2 + FMA";
+  const F32DwconvKernels& k = *simde_emulated::f32_dwconv_avx512();
+  ASSERT_EQ(k.lanes, 16u);
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  for (size_t n : {size_t{1}, size_t{16}, size_t{77}, size_t{200}, size_t{1000}}) {
+    const std::vector<int32_t> off = {0, 1, 2, 13, 14, 15, 26, 27, 28};
+    const size_t padded = (n + 15) / 16 * 16;
+    std::vector<float> src(padded + 64), w(off.size()), out(padded, NAN);
+    for (float& v : src) v = u(rng);
+    for (float& v : w) v = u(rng);
+    k.flat(src.data(), off.data(), w.data(), off.size(), 0.25f, n, out.data());
+    for (size_t q = 0; q < n; ++q) {
+      float acc = 0.25f;
+      for (size_t t = 0; t < off.size(); ++t) acc = std::fmaf(w[t], src[static_cast<size_t>(off[t]) + q], acc);
+      ASSERT_EQ(out[q], acc) << "n " << n << " q " << q;
+    }
+    // Rows of 7 valid outputs out of 13, residual and clamp.
+    const size_t rows = n / 13;
+    std::vector<float> res(rows * 7), y(rows * 7);
+    for (float& v : res) v = u(rng);
+    k.store(out.data(), 13, rows, 7, res.data(), -1.0f, 1.5f, y.data());
+    for (size_t r = 0; r < rows; ++r)
+      for (size_t c = 0; c < 7; ++c)
+        ASSERT_EQ(y[r * 7 + c], std::min(1.5f, std::max(-1.0f, out[r * 13 + c] + res[r * 7 + c])));
+  }
+}
+
+}  // namespace
+}  // namespace lowbit
