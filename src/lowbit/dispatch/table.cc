@@ -7,6 +7,7 @@
 #include "lowbit/operators/conv2d_f32.h"
 #include "lowbit/operators/conv2d_winograd_f32.h"
 #include "lowbit/operators/depth_to_space.h"
+#include "lowbit/operators/strided_copy.h"
 #include "lowbit/operators/elementwise_f32.h"
 #include "lowbit/operators/fully_connected_f32.h"
 #include "lowbit/operators/pool2d_f32.h"
@@ -124,6 +125,10 @@ const std::vector<KernelCandidate>& all_candidates() {
     // Data movement (any element size): DepthToSpace, what a ConvTranspose with kernel = stride
     // lowers to (passes/lower_conv_transpose.cc).
     t.push_back({"DepthToSpace", "x-depth-to-space-scalar", x86, {}, check_depth_to_space, create_depth_to_space});
+    // Transpose and constant Slice as runs of contiguous copies (ShuffleNet's channel shuffle moves
+    // whole planes, its channel split whole blocks; the reference copies element by element).
+    t.push_back({"Transpose", "x-transpose-runs", x86, {}, check_transpose_runs, create_transpose_runs});
+    t.push_back({"Slice", "x-slice-runs", x86, {}, check_slice_runs, create_slice_runs});
     // Nearest upsampling by whole factors (FPN / UNet necks): copies, portable, every architecture.
     t.push_back({"Resize", "f32-resize-nearest-int-scalar", x86, {}, check_resize_f32_nearest_int,
                  create_resize_f32_nearest_int});
