@@ -68,15 +68,14 @@ const std::vector<KernelCandidate>& all_candidates() {
                  LOWBIT_X86_ONLY(create_matmul_f32_avx512), f32_gemm_avx512});
     t.push_back({"MatMul", "f32-matmul-fc-6x16-avx2", x86, {F::avx2, F::fma}, check_matmul_f32,
                  LOWBIT_X86_ONLY(create_matmul_f32_avx2), f32_gemm});
+    t.push_back({"MaxPool", "f32-maxpool2d-chw-avx512", x86, avx512, check_maxpool2d_f32,
+                 LOWBIT_X86_ONLY(create_maxpool2d_f32_avx512), {"f32_maxpool2d_chw__avx512"}});
     t.push_back({"MaxPool", "f32-maxpool2d-chw-avx2", x86, {F::avx2, F::fma}, check_maxpool2d_f32,
                  LOWBIT_X86_ONLY(create_maxpool2d_f32_avx2), {"f32_maxpool2d_chw__avx2"}});
-    t.push_back({"AveragePool",
-                 "f32-avgpool2d-chw-avx2",
-                 x86,
-                 {F::avx2, F::fma},
-                 check_avgpool2d_f32,
-                 LOWBIT_X86_ONLY(create_avgpool2d_f32_avx2),
-                 {"f32_avgpool2d_chw__avx2"}});
+    t.push_back({"AveragePool", "f32-avgpool2d-chw-avx512", x86, avx512, check_avgpool2d_f32,
+                 LOWBIT_X86_ONLY(create_avgpool2d_f32_avx512), {"f32_avgpool2d_chw__avx512"}});
+    t.push_back({"AveragePool", "f32-avgpool2d-chw-avx2", x86, {F::avx2, F::fma}, check_avgpool2d_f32,
+                 LOWBIT_X86_ONLY(create_avgpool2d_f32_avx2), {"f32_avgpool2d_chw__avx2"}});
     t.push_back({"GlobalAveragePool",
                  "f32-global-avgpool-avx2",
                  x86,
@@ -86,11 +85,14 @@ const std::vector<KernelCandidate>& all_candidates() {
                  {"f32_global_avgpool__avx2"}});
 
     // ---- AArch64 ----
-    // Pooling has no NEON kernels yet: the reference takes the pools.
     const std::vector<std::string> f32_gemm_neon = {
         "f32_gemm_1x16__neon", "f32_gemm_2x16__neon", "f32_gemm_3x16__neon", "f32_gemm_4x16__neon",
         "f32_gemm_5x16__neon", "f32_gemm_6x16__neon", "f32_gemm_1x8__neon",  "f32_gemm_2x8__neon",
         "f32_gemm_3x8__neon",  "f32_gemm_4x8__neon",  "f32_gemm_5x8__neon",  "f32_gemm_6x8__neon"};
+    t.push_back({"MaxPool", "f32-maxpool2d-chw-neon", arm, {F::neon}, check_maxpool2d_f32,
+                 LOWBIT_AARCH64_ONLY(create_maxpool2d_f32_neon), {"f32_maxpool2d_chw__neon"}});
+    t.push_back({"AveragePool", "f32-avgpool2d-chw-neon", arm, {F::neon}, check_avgpool2d_f32,
+                 LOWBIT_AARCH64_ONLY(create_avgpool2d_f32_neon), {"f32_avgpool2d_chw__neon"}});
     t.push_back({"Conv", "f32-dwconv2d-flat-neon", arm, {F::neon}, check_conv2d_f32_dwconv,
                  LOWBIT_AARCH64_ONLY(create_conv2d_f32_dwconv_neon), {"f32_dwconv_flat__neon", "f32_dwconv_store__neon"}});
     t.push_back({"Conv", "f32-conv2d-winograd-2x2-3x3-neon", arm, {F::neon}, check_conv2d_f32_winograd,

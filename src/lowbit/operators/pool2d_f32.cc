@@ -14,14 +14,13 @@
 namespace lowbit {
 namespace {
 
-// The kernels call x86 micro-kernels directly; on other architectures these ops run the reference.
-#if defined(__x86_64__)
+// Max / average pooling on one ISA's kernels (kernels/f32-pool: AVX-512, AVX2, NEON).
 class Pool2dF32 final : public Kernel {
  public:
-  Pool2dF32(const Pool2dParams& p, bool is_max, int threads) : p_(p), max_(is_max) {
+  Pool2dF32(const Pool2dParams& p, bool is_max, int threads, const F32PoolKernels& ks) : p_(p), max_(is_max), ks_(ks) {
     PH_ = std::max(p.H + p.pad_top + p.pad_bottom, (p.OH - 1) * p.SH + (p.KH - 1) * p.DH + 1);
     PW_ = std::max(p.W + p.pad_left + p.pad_right, (p.OW - 1) * p.SW + (p.KW - 1) * p.DW + 1);
-    plane_floats_ = PH_ * PW_ + 16 * p.SW + 16;
+    plane_floats_ = PH_ * PW_ + 32 * p.SW + 32;  // the kernels' vector over-read past the last row
     planes_.fetch(std::max(threads, 1), plane_floats_);
     geom_ = {static_cast<size_t>(p.KH), static_cast<size_t>(p.KW), static_cast<size_t>(p.SH),
              static_cast<size_t>(p.SW), static_cast<size_t>(p.DH), static_cast<size_t>(p.DW),
@@ -43,17 +42,17 @@ class Pool2dF32 final : public Kernel {
                              fill, plane);
       float* dst = y + plane_index * p_.OH * p_.OW;
       if (max_)
-        f32_maxpool2d_chw__avx2(plane, static_cast<size_t>(PW_), geom_, dst);
+        ks_.maxpool(plane, static_cast<size_t>(PW_), geom_, dst);
       else
-        f32_avgpool2d_chw__avx2(plane, static_cast<size_t>(PW_), geom_, inv_h_.data(), inv_w_.data(), dst);
+        ks_.avgpool(plane, static_cast<size_t>(PW_), geom_, inv_h_.data(), inv_w_.data(), dst);
     });
   }
 
  private:
   // 1 / (taps of each output's window that count): inside [-pad_begin, in + pad_end) with
-  // count_include_pad, else inside [0, in). Padded to a multiple of 8 for vector loads.
+  // count_include_pad, else inside [0, in). Padded to a multiple of 16 for vector loads.
   std::vector<float> inverse_counts(int64_t out, int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe) {
-    std::vector<float> inv(static_cast<size_t>((out + 7) / 8 * 8), 0.0f);
+    std::vector<float> inv(static_cast<size_t>((out + 15) / 16 * 16), 0.0f);
     const int64_t lo = p_.count_include_pad ? -pb : 0, hi = p_.count_include_pad ? in + pe : in;
     for (int64_t o = 0; o < out; ++o) {
       int64_t cnt = 0;
@@ -68,12 +67,14 @@ class Pool2dF32 final : public Kernel {
 
   Pool2dParams p_;
   bool max_;
+  F32PoolKernels ks_;
   int64_t PH_ = 0, PW_ = 0, plane_floats_ = 0;
   F32PoolGeometry geom_{};
   std::vector<float> inv_h_, inv_w_;
   ops::PerThreadWorkspace planes_;
 };
 
+#if defined(__x86_64__)
 class GlobalAvgPoolF32 final : public Kernel {
  public:
   void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
@@ -103,18 +104,25 @@ std::string check_maxpool2d_f32(const NodeContext& ctx) {
   return "";
 }
 
-#if defined(__x86_64__)
-std::unique_ptr<Kernel> create_maxpool2d_f32_avx2(const NodeContext& ctx) {
-  return std::make_unique<Pool2dF32>(pool2d_params(ctx.graph, ctx.node), true, ctx.threads);
-}
-#endif
-
 std::string check_avgpool2d_f32(const NodeContext& ctx) { return check_pool_common(ctx); }
 
-#if defined(__x86_64__)
-std::unique_ptr<Kernel> create_avgpool2d_f32_avx2(const NodeContext& ctx) {
-  return std::make_unique<Pool2dF32>(pool2d_params(ctx.graph, ctx.node), false, ctx.threads);
+static std::unique_ptr<Kernel> create_pool(const NodeContext& ctx, bool is_max, const F32PoolKernels& ks) {
+  return std::make_unique<Pool2dF32>(pool2d_params(ctx.graph, ctx.node), is_max, ctx.threads, ks);
 }
+
+#if defined(__x86_64__)
+std::unique_ptr<Kernel> create_maxpool2d_f32_avx2(const NodeContext& ctx) { return create_pool(ctx, true, *f32_pool_avx2()); }
+std::unique_ptr<Kernel> create_maxpool2d_f32_avx512(const NodeContext& ctx) {
+  return create_pool(ctx, true, *f32_pool_avx512());
+}
+std::unique_ptr<Kernel> create_avgpool2d_f32_avx2(const NodeContext& ctx) { return create_pool(ctx, false, *f32_pool_avx2()); }
+std::unique_ptr<Kernel> create_avgpool2d_f32_avx512(const NodeContext& ctx) {
+  return create_pool(ctx, false, *f32_pool_avx512());
+}
+#endif
+#if defined(__aarch64__)
+std::unique_ptr<Kernel> create_maxpool2d_f32_neon(const NodeContext& ctx) { return create_pool(ctx, true, *f32_pool_neon()); }
+std::unique_ptr<Kernel> create_avgpool2d_f32_neon(const NodeContext& ctx) { return create_pool(ctx, false, *f32_pool_neon()); }
 #endif
 
 std::string check_global_avgpool_f32(const NodeContext& ctx) {

@@ -9,9 +9,13 @@
 namespace lowbit {
 
 std::string check_maxpool2d_f32(const NodeContext& ctx);
-std::unique_ptr<Kernel> create_maxpool2d_f32_avx2(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_maxpool2d_f32_avx2(const NodeContext& ctx);    // x86-64 builds
+std::unique_ptr<Kernel> create_maxpool2d_f32_avx512(const NodeContext& ctx);  // x86-64 builds
+std::unique_ptr<Kernel> create_maxpool2d_f32_neon(const NodeContext& ctx);    // AArch64 builds
 std::string check_avgpool2d_f32(const NodeContext& ctx);
-std::unique_ptr<Kernel> create_avgpool2d_f32_avx2(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_avgpool2d_f32_avx2(const NodeContext& ctx);    // x86-64 builds
+std::unique_ptr<Kernel> create_avgpool2d_f32_avx512(const NodeContext& ctx);  // x86-64 builds
+std::unique_ptr<Kernel> create_avgpool2d_f32_neon(const NodeContext& ctx);    // AArch64 builds
 std::string check_global_avgpool_f32(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_global_avgpool_f32_avx2(const NodeContext& ctx);
 
