@@ -636,6 +636,41 @@ struct GemmCase {
   float act_min = -INFINITY, act_max = INFINITY;
 };
 
+// ReduceMean over the spatial axes runs the global average pool's kernel: keepdims 0 and 1,
+// negative axes, rank 3 and 4; other axes are refused with the reason.
+TEST(F32Kernels, ReduceMeanSpatial) {
+  const std::vector<std::string> rows = host_gemm_candidates("f32-reducemean-");
+  if (rows.empty()) GTEST_SKIP() << "host has no SIMD ReduceMean row";
+  std::mt19937 rng(8);
+  struct RCase {
+    Shape x;
+    std::vector<int64_t> axes;
+    int64_t keepdims;
+    std::string why;  // "" when the row applies
+  };
+  const RCase cases[] = {
+      {{2, 5, 7, 9}, {2, 3}, 1, ""},
+      {{1, 1024, 7, 7}, {3, 2}, 0, ""},
+      {{2, 3, 17, 1}, {-1, -2}, 1, ""},
+      {{3, 4, 33}, {2}, 0, ""},
+      {{2, 5, 7, 9}, {1, 2, 3}, 1, "axes are not exactly the spatial axes 2..3"},
+      {{2, 5, 7, 9}, {3}, 1, "axes are not exactly the spatial axes 2..3"},
+  };
+  for (const RCase& c : cases) {
+    OneNode t;
+    ValueId x = t.input("x", random_tensor(c.x, rng));
+    Attributes a;
+    a.set("axes", c.axes);
+    a.set("keepdims", c.keepdims);
+    t.node("ReduceMean", {x}, a);
+    for (const std::string& row : rows) {
+      SCOPED_TRACE(row + " " + dims(c.x));
+      EXPECT_EQ(t.check(row), c.why);
+      if (c.why.empty()) check_against_reference(t, row, dims(c.x));
+    }
+  }
+}
+
 TEST(F32Kernels, Gemm) {
   SKIP_WITHOUT_GEMM_ISA("f32-gemm-fc-");
   std::vector<GemmCase> cases = {

@@ -83,6 +83,8 @@ const std::vector<KernelCandidate>& all_candidates() {
                  check_global_avgpool_f32,
                  LOWBIT_X86_ONLY(create_global_avgpool_f32_avx2),
                  {"f32_global_avgpool__avx2"}});
+    t.push_back({"ReduceMean", "f32-reducemean-spatial-avx2", x86, {F::avx2, F::fma}, check_reducemean_spatial_f32,
+                 LOWBIT_X86_ONLY(create_global_avgpool_f32_avx2), {"f32_global_avgpool__avx2"}});
 
     // ---- AArch64 ----
     const std::vector<std::string> f32_gemm_neon = {

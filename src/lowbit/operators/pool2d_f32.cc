@@ -137,4 +137,23 @@ std::unique_ptr<Kernel> create_global_avgpool_f32_avx2(const NodeContext&) {
 }
 #endif
 
+// ReduceMean over exactly the spatial axes (2 .. rank - 1) is a global average pool whatever
+// keepdims says: both outputs are N x C values in the same order (ShuffleNetV2 and MNASNet end so).
+std::string check_reducemean_spatial_f32(const NodeContext& ctx) {
+  if (std::string r = check_global_avgpool_f32(ctx); !r.empty()) return r;
+  const int64_t rank = static_cast<int64_t>(ctx.in(0).shape.size());
+  std::vector<int64_t> axes = ctx.node.attrs.get_ints("axes");
+  if (!ctx.node.attrs.has("axes") && ctx.has_input(1)) {
+    const Tensor* t = ctx.constant(1);
+    if (!t || t->dtype() != DType::i64) return "axes input is not a constant i64 tensor";
+    axes.assign(t->data<int64_t>(), t->data<int64_t>() + t->numel());
+  }
+  for (int64_t& a : axes) a = a < 0 ? a + rank : a;
+  std::sort(axes.begin(), axes.end());
+  std::vector<int64_t> spatial;
+  for (int64_t a = 2; a < rank; ++a) spatial.push_back(a);
+  if (axes != spatial) return "axes are not exactly the spatial axes 2.." + std::to_string(rank - 1);
+  return "";
+}
+
 }  // namespace lowbit
