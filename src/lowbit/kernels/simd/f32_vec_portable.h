@@ -1,9 +1,5 @@
 #pragma once
-// fp32 vector traits for portable kernels written once as templates (f32-velementwise, f32-dwconv):
-// Vec / Mask / kLanes, unaligned load / store, set1, add, sub, mul, div, fma (rounded once),
-// max / min (NaN in the second operand comes out), compares, select, abs, round, pow2,
-// deinterleave (even and odd floats of 2 * kLanes), load_n / store_n (the first n < kLanes). Include
-// only from portable sources (compiled with its flags); internal linkage, one copy per such source.
+// The fp32 vector traits of the portable kernels (contract: README.md here).
 #include <cstddef>
 #include <cstdint>
 #include <cmath>
