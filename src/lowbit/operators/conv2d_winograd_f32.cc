@@ -34,8 +34,7 @@ class Conv2dWinogradF32 final : public Kernel {
  public:
   Conv2dWinogradF32(const Conv2dParams& p, const float* w, const float* bias, const F32WinogradKernels& ks, int threads,
                     const Target& target)
-      : p_(p), ks_(ks), gk_(*ks.gemm), plan_(p, gk_.nr, gk_.nr_tail, gk_.mr), caches_(target.caches),
-        post_(p, target) {
+      : p_(p), ks_(ks), gk_(*ks.gemm), plan_(p, gk_.nr, gk_.nr_tail, gk_.mr), post_(p, target) {
     const int64_t mr_max = gk_.mr, nr = gk_.nr;
     nkb_ = ceil_div(p.C, static_cast<int64_t>(gk_.kc_max));
     kc_ = ceil_div(p.C, nkb_);
@@ -53,7 +52,7 @@ class Conv2dWinogradF32 final : public Kernel {
     }
     if (bias) bias_.assign(bias, bias + p.M);
     else bias_.assign(static_cast<size_t>(p.M), 0.0f);
-    u_bytes_ = kXi * p.M * p.C * 4;
+    u_in_l2_ = winograd::u_fits_l2(kXi * p.M * p.C * 4, target.caches);
     // Input transform scratch: the padded plane (plus the over-read of the even/odd split) and the
     // split rows; the GEMM phase reuses it for the 16 result tiles.
     half_ = ceil_div(plan_.TW + 1 + 32, 16) * 16;
@@ -76,7 +75,7 @@ class Conv2dWinogradF32 final : public Kernel {
       pool.parallel_for(p_.C, [&](int64_t c, int thread) { transform_input(c, xn + c * p_.H * p_.W, scratch_[thread]); });
       const float* rn = res ? res + n * p_.M * OHW : nullptr;
       float* yn = y + n * p_.M * OHW;
-      plan_.run_gemm_tasks(pool, winograd::u_fits_l2(u_bytes_, caches_),
+      plan_.run_gemm_tasks(pool, u_in_l2_,
                            [&](int64_t mpa, int64_t mpb, int64_t pi, bool first_pass, int thread) {
                              tile(mpa, mpb, pi, rn, yn, scratch_[thread], first_pass);
                            });
@@ -162,8 +161,8 @@ class Conv2dWinogradF32 final : public Kernel {
   F32WinogradKernels ks_;
   const F32GemmKernels& gk_;
   winograd::Plan plan_;
-  int64_t nkb_ = 0, kc_ = 0, u_bytes_ = 0, half_ = 0, plane_floats_ = 0, scratch_floats_ = 0;
-  CacheSizes caches_;
+  int64_t nkb_ = 0, kc_ = 0, half_ = 0, plane_floats_ = 0, scratch_floats_ = 0;
+  bool u_in_l2_ = false;  // U stays in L2 across a task's tile panels: tile panels walk outermost
   ConvPostOp post_;
   PackedWeights u_;
   std::vector<float> bias_;

@@ -60,17 +60,6 @@ std::optional<Broadcast> resolve(const Shape& a, const Shape& b, const Shape& y)
   return std::nullopt;
 }
 
-// A unary op's parameters: LeakyRelu's alpha, HardSigmoid's alpha and beta (ONNX defaults).
-VUnaryParams unary_params(VUnary u, const Attributes& a, const char* alpha, const char* beta) {
-  VUnaryParams p;
-  if (u == VUnary::leaky_relu) p.alpha = a.get_float(alpha, 0.01f);
-  if (u == VUnary::hard_sigmoid) {
-    p.alpha = a.get_float(alpha, 0.2f);
-    p.beta = a.get_float(beta, 0.5f);
-  }
-  return p;
-}
-
 class VElementwise final : public Kernel {
  public:
   VElementwise(const NodeContext& ctx, const F32VElementwiseKernels& ks) {
@@ -79,7 +68,11 @@ class VElementwise final : public Kernel {
     if (e.unary) {
       const VUnary u = static_cast<VUnary>(e.index);
       unary_ = ks.unary[e.index];
-      params_ = unary_params(u, n.attrs, "alpha", "beta");
+      if (u == VUnary::leaky_relu) params_.alpha = n.attrs.get_float("alpha", 0.01f);
+      if (u == VUnary::hard_sigmoid) {
+        params_.alpha = n.attrs.get_float("alpha", 0.2f);
+        params_.beta = n.attrs.get_float("beta", 0.5f);
+      }
       clip_ = u == VUnary::clamp;
       return;
     }
@@ -176,10 +169,9 @@ ConvPostOp::ConvPostOp(const Conv2dParams& p, const Target& target) {
       break;
     }
   if (!fn_) throw Error("no element-wise kernel set runs on target " + target.name);
-  Attributes a;
-  a.set("alpha", p.post_alpha);
-  a.set("beta", p.post_beta);
-  params_ = unary_params(static_cast<VUnary>(e->index), a, "alpha", "beta");
+  // conv2d_params has applied the op's defaults; ops without alpha / beta ignore them.
+  params_.alpha = p.post_alpha;
+  params_.beta = p.post_beta;
 }
 
 }  // namespace lowbit

@@ -45,8 +45,7 @@ class QConvWinogradU8 final : public Kernel {
         wk_(u8x4),
         ks_(u8x4 ? *u8x4->gemm : qu8_gemm_kernels_avx2()),
         rq_(ctx, p.M, 3),
-        plan_(p, ks_.nr, ks_.nr_tail, ks_.mr),
-        caches_(ctx.target.caches) {
+        plan_(p, ks_.nr, ks_.nr_tail, ks_.mr) {
     const Tensor w_i8 = ops::weights_i8(ctx);  // sub-byte codes unpacked once
     const int8_t* w = w_i8.data<int8_t>();
     zp_x_ = static_cast<uint8_t>(ctx.in(0).quant->zero_point[0]);
@@ -76,7 +75,7 @@ class QConvWinogradU8 final : public Kernel {
         }
       }
     }
-    u_bytes_ = packed_.nbytes();
+    u_in_l2_ = winograd::u_fits_l2(packed_.nbytes(), ctx.target.caches);
     half_ = ceil_div(plan_.TW + 1 + 16, 16) * 16;
     plane_bytes_ = ceil_div(plan_.PH * plan_.PW + 2 * half_ + 64, 64) * 64;
     // Per thread: kg channels' padded planes and their even/odd splits (int16), or a tile row of
@@ -111,7 +110,7 @@ class QConvWinogradU8 final : public Kernel {
       });
       const uint8_t* rn = res ? res + n * p_.M * OHW : nullptr;
       uint8_t* yn = y + n * p_.M * OHW;
-      plan_.run_gemm_tasks(pool, winograd::u_fits_l2(u_bytes_, caches_),
+      plan_.run_gemm_tasks(pool, u_in_l2_,
                            [&](int64_t mpa, int64_t mpb, int64_t pi, bool first_pass, int thread) {
                              tile(mpa, mpb, pi, rn, yn, reinterpret_cast<int32_t*>(scratch_.get(thread)), first_pass);
                            });
@@ -247,8 +246,8 @@ class QConvWinogradU8 final : public Kernel {
   ops::Requant rq_;
   uint8_t zp_x_ = 0;
   winograd::Plan plan_;
-  int64_t ngroups_ = 0, nkb_ = 0, kgb_ = 0, u_bytes_ = 0, half_ = 0, plane_bytes_ = 0, scratch_floats_ = 0;
-  CacheSizes caches_;
+  int64_t ngroups_ = 0, nkb_ = 0, kgb_ = 0, half_ = 0, plane_bytes_ = 0, scratch_floats_ = 0;
+  bool u_in_l2_ = false;  // U' stays in L2 across a task's tile panels: tile panels walk outermost
   PackedWeights packed_;
   std::vector<int32_t> row_init_;  // u8x4: -64 sum_c U'[m][c][xi] at [xi * M + m]
   int64_t img_ld_ = 0;  // u8x4: bytes per xi of the image-order V + 64 buffer
