@@ -4,12 +4,15 @@
 //   double-precision math for Sigmoid / SiLU over a sweep of the whole float range (the error
 //   bound is the one README.md documents);
 // - every dispatch row through its driver against the reference, broadcasts and threads included;
+// - inference BatchNormalization (+ fused Relu / Clip) rows against the reference, and the fusion;
 // - the SiLU fusion pass.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <vector>
@@ -237,7 +240,7 @@ struct OneNode {
 std::vector<const KernelCandidate*> velementwise_rows(const std::string& op) {
   std::vector<const KernelCandidate*> v;
   for (const KernelCandidate& c : all_candidates())
-    if (c.op == op && c.check == &check_velementwise_f32) v.push_back(&c);
+    if (c.op == op && (c.check == &check_velementwise_f32 || c.check == &check_batchnorm_f32)) v.push_back(&c);
   return v;
 }
 
@@ -249,7 +252,9 @@ bool runs_here(const KernelCandidate& c) {
   return true;
 }
 
-void expect_rows_match_reference(const OneNode& m, bool exact, const std::string& what) {
+// tol(i, r): the allowed |got - want| at element i when not exact (default: 4e-7 relative).
+void expect_rows_match_reference(const OneNode& m, bool exact, const std::string& what,
+                                 const std::function<float(int64_t, float)>& tol = nullptr) {
   const Node& n = m.g.nodes[0];
   Tensor ref = m.out();
   std::vector<TensorView> in = m.views(), ro = {ref.view()};
@@ -270,7 +275,7 @@ void expect_rows_match_reference(const OneNode& m, bool exact, const std::string
         const float a = y.data<float>()[i], r = ref.data<float>()[i];
         if (exact) ASSERT_TRUE(same(a, r)) << c->name << " " << what << " at " << i << ": " << a << " vs " << r;
         else if (std::isnan(r) || std::isinf(r)) ASSERT_TRUE(same(a, r) || std::isnan(r)) << c->name << " " << what << " at " << i;
-        else ASSERT_LE(std::fabs(a - r), 4e-7f * std::max(1.0f, std::fabs(r))) << c->name << " " << what << " at " << i;
+        else ASSERT_LE(std::fabs(a - r), tol ? tol(i, r) : 4e-7f * std::max(1.0f, std::fabs(r))) << c->name << " " << what << " at " << i;
       }
     }
     ++ran;
@@ -301,6 +306,117 @@ TEST(F32VElementwise, EveryUnaryRowMatchesTheReference) {
       const bool exact = std::string(op) != "Sigmoid" && std::string(op) != "SiLU" && std::string(op) != "HardSigmoid";
       expect_rows_match_reference(m, exact, std::string(op) + " " + shape_str(s));
     }
+}
+
+// BN parameters: gamma / beta / mean of both signs, var in (0, 4]; channel tails, tiny and big
+// planes, rank 2, batch 2; no clamp, Relu, Clip. The rows round once (fma), the reference rounds
+// the product and then the sum: within a rounding of it; every set gives the portable set's bits.
+TEST(F32VElementwise, EveryBatchNormRowMatchesTheReference) {
+  const std::vector<float> xs = test_values(4099, 8);
+  std::vector<float> want(xs.size()), got(xs.size());
+  for (const auto& [s, b, lo, hi] : std::vector<std::array<float, 4>>{
+           {0.37f, -1.25f, -kInf, kInf}, {-2.5f, 0.75f, 0.0f, kInf}, {1e-3f, 3.0f, 0.0f, 6.0f}}) {
+    portable().affine(xs.size(), xs.data(), want.data(), s, b, lo, hi);
+    for (const F32VElementwiseKernels* k : host_sets()) {
+      k->affine(xs.size(), xs.data(), got.data(), s, b, lo, hi);
+      for (size_t i = 0; i < xs.size(); ++i)
+        ASSERT_TRUE(same(got[i], want[i])) << k->isa << " affine(" << xs[i] << ") " << got[i] << " vs " << want[i];
+    }
+  }
+  uint32_t seed = 300;
+  std::mt19937 rng(77);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f), pos(0.0f, 4.0f);
+  for (Shape s : std::vector<Shape>{{1, 3, 5, 5}, {2, 17, 33, 9}, {1, 40, 7, 7}, {1, 5}, {1, 64, 56, 56}, {1, 1, 1, 1}})
+    for (int act = 0; act < 3; ++act) {
+      OneNode m;
+      m.input(s, seed++);
+      const int64_t C = s[1];
+      std::vector<ValueId> ins = {m.g.inputs[0]};
+      for (int p = 0; p < 4; ++p) {
+        Tensor t(DType::f32, {C});
+        for (int64_t c = 0; c < C; ++c) t.data<float>()[c] = p == 3 ? pos(rng) + (c == 0 ? 0.0f : 1e-3f) : u(rng);
+        ins.push_back(m.g.add_constant("p" + std::to_string(p), t));
+        m.inputs.push_back(std::move(t));
+      }
+      Attributes a;
+      a.set("epsilon", 1e-3f);
+      if (act >= 1) a.set("act_min", 0.0f);
+      if (act == 2) a.set("act_max", 6.0f);
+      const ValueId y = m.g.add_value("y");
+      m.g.add_node("BatchNormalization", "n0", ins, {y}, a);
+      m.g.outputs = {y};
+      validate(m.g);
+      // One rounding of x * k + off against two: within an ulp of |x * k| + |off| (the sum cancels).
+      const float* x = m.inputs[0].data<float>();
+      const float *g = m.inputs[1].data<float>(), *be = m.inputs[2].data<float>(), *mu = m.inputs[3].data<float>(),
+                  *var = m.inputs[4].data<float>();
+      const int64_t inner = num_elements(s) / (s[0] * C);
+      const auto tol = [&](int64_t i, float) {
+        const int64_t c = (i / inner) % C;
+        const float k = g[c] / std::sqrt(var[c] + 1e-3f), off = be[c] - mu[c] * k;
+        return 1.2e-7f * (std::fabs(x[i] * k) + std::fabs(off)) + 1e-37f;
+      };
+      expect_rows_match_reference(m, false, "BatchNormalization act " + std::to_string(act) + " " + shape_str(s), tol);
+    }
+}
+
+TEST(F32VElementwise, BatchNormReluFusionMatchesTheUnfusedGraph) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  auto rand = [&](Shape sh, float lo = 0.0f) {
+    Tensor t(DType::f32, sh);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = lo > 0 ? lo + std::fabs(u(rng)) : u(rng);
+    return t;
+  };
+  // DenseNet's pattern: Concat -> BN -> Relu, and a BN -> Clip(0, 6); a BN whose output is also
+  // read elsewhere keeps its Relu as a node.
+  Graph g;
+  const ValueId a = g.add_value("a", DType::f32, {1, 8, 9, 9}, true), b = g.add_value("b", DType::f32, {1, 8, 9, 9}, true);
+  g.inputs = {a, b};
+  const ValueId cat = g.add_value("cat");
+  Attributes ax;
+  ax.set("axis", int64_t{1});
+  g.add_node("Concat", "cat", {a, b}, {cat}, ax);
+  auto bn = [&](const std::string& name, ValueId x, int64_t C) {
+    std::vector<ValueId> in = {x};
+    for (int p = 0; p < 4; ++p) in.push_back(g.add_constant(name + std::to_string(p), rand({C}, p == 3 ? 0.1f : 0.0f)));
+    const ValueId y = g.add_value(name + "_y");
+    g.add_node("BatchNormalization", name, in, {y});
+    return y;
+  };
+  const ValueId n1 = bn("bn1", cat, 16), r1 = g.add_value("r1");
+  g.add_node("Relu", "relu1", {n1}, {r1});
+  Tensor lo(DType::f32, {}), hi(DType::f32, {});
+  lo.data<float>()[0] = 0.0f, hi.data<float>()[0] = 6.0f;
+  const ValueId n2 = bn("bn2", a, 8), r2 = g.add_value("r2");
+  g.add_node("Clip", "clip2", {n2, g.add_constant("lo", lo), g.add_constant("hi", hi)}, {r2});
+  const ValueId n3 = bn("bn3", b, 8), r3 = g.add_value("r3");
+  g.add_node("Relu", "relu3", {n3}, {r3});
+  g.outputs = {r1, r2, r3, n3};
+  validate(g);
+
+  CompileOptions fused, plain;
+  plain.optimize = false;
+  auto mf = CompiledModel::compile(g, fused);
+  auto mp = CompiledModel::compile(g, plain);
+  int bn_fused = 0, acts = 0;
+  for (const Step& st : mf->steps()) {
+    const Node& n = mf->graph().nodes[static_cast<size_t>(st.node)];
+    if (n.op == "BatchNormalization") {
+      bn_fused += n.attrs.has("act_min");
+      EXPECT_EQ(st.choice.chosen->name.rfind("f32-vaffine-batchnorm-", 0), 0u) << st.choice.chosen->name;
+    }
+    acts += n.op == "Relu" || n.op == "Clip";
+  }
+  EXPECT_EQ(bn_fused, 2);
+  EXPECT_EQ(acts, 1);  // bn3's output is a graph output too
+  const std::vector<Tensor> in = {rand({1, 8, 9, 9}), rand({1, 8, 9, 9})};
+  const std::vector<Tensor> x = mf->run(in), y = mp->run(in);
+  ASSERT_EQ(x.size(), y.size());
+  for (size_t o = 0; o < x.size(); ++o)
+    for (int64_t i = 0; i < x[o].numel(); ++i)
+      ASSERT_NEAR(x[o].data<float>()[i], y[o].data<float>()[i], 1e-6f * (1 + std::fabs(y[o].data<float>()[i])))
+          << "output " << o << " element " << i;
 }
 
 TEST(F32VElementwise, EveryBinaryRowMatchesTheReferenceOnEveryBroadcast) {

@@ -4,6 +4,7 @@
 // (LOWBIT_X86_ONLY / LOWBIT_AARCH64_ONLY), so `explain --target` names foreign kernels too.
 #include "lowbit/dispatch/registry.h"
 #include "lowbit/kernels/f32-velementwise/velementwise.h"
+#include "lowbit/operators/concat.h"
 #include "lowbit/operators/conv2d_f32.h"
 #include "lowbit/operators/conv2d_winograd_f32.h"
 #include "lowbit/operators/depth_to_space.h"
@@ -113,11 +114,13 @@ const std::vector<KernelCandidate>& all_candidates() {
       Arch arch;
       std::vector<Feature> features;
       std::unique_ptr<Kernel> (*create)(const NodeContext&);
+      std::unique_ptr<Kernel> (*create_bn)(const NodeContext&);
     };
-    const EwSet sets[] = {{"avx512", x86, {F::avx512f}, LOWBIT_X86_ONLY(create_velementwise_avx512)},
-                          {"avx2", x86, {F::avx2, F::fma}, LOWBIT_X86_ONLY(create_velementwise_avx2)},
-                          {"neon", arm, {F::neon}, LOWBIT_AARCH64_ONLY(create_velementwise_neon)},
-                          {"scalar", x86, {}, create_velementwise_portable}};
+    const EwSet sets[] = {
+        {"avx512", x86, {F::avx512f}, LOWBIT_X86_ONLY(create_velementwise_avx512), LOWBIT_X86_ONLY(create_batchnorm_avx512)},
+        {"avx2", x86, {F::avx2, F::fma}, LOWBIT_X86_ONLY(create_velementwise_avx2), LOWBIT_X86_ONLY(create_batchnorm_avx2)},
+        {"neon", arm, {F::neon}, LOWBIT_AARCH64_ONLY(create_velementwise_neon), LOWBIT_AARCH64_ONLY(create_batchnorm_neon)},
+        {"scalar", x86, {}, create_velementwise_portable, create_batchnorm_portable}};
     for (const VElementwiseOp& e : velementwise_ops())
       for (const EwSet& set : sets) {
         const std::string isa = set.isa;
@@ -126,6 +129,17 @@ const std::vector<KernelCandidate>& all_candidates() {
         t.push_back({e.op, std::string("f32-v") + e.row + "-" + isa, set.arch, set.features, check_velementwise_f32,
                      set.create, uk});
       }
+    // BatchNormalization that BN folding left (after a Concat, as in DenseNet): a per-channel affine
+    // pass with its fused Relu / Clip, on the same kernel sets.
+    for (const EwSet& set : sets) {
+      const std::string isa = set.isa;
+      std::vector<std::string> uk;
+      if (!set.features.empty()) uk = {"f32_vaffine__" + isa};
+      t.push_back({"BatchNormalization", "f32-vaffine-batchnorm-" + isa, set.arch, set.features, check_batchnorm_f32,
+                   set.create_bn, uk});
+    }
+    // A Concat the memory plan placed in place (passes/concat_in_place.cc) has nothing to copy.
+    t.push_back({"Concat", "x-concat-in-place", x86, {}, check_concat_in_place, create_concat_in_place});
     // Data movement (any element size): DepthToSpace, what a ConvTranspose with kernel = stride
     // lowers to (passes/lower_conv_transpose.cc).
     t.push_back({"DepthToSpace", "x-depth-to-space-scalar", x86, {}, check_depth_to_space, create_depth_to_space});

@@ -3,8 +3,10 @@
 #include "lowbit/operators/elementwise_f32.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lowbit/common/error.h"
 #include "lowbit/ir/op_params.h"
@@ -123,12 +125,91 @@ class VElementwise final : public Kernel {
   Broadcast bc_;
 };
 
+// y = clamp(x * scale[c] + shift[c]) over each (n, c) plane; tasks are runs of whole planes of
+// about kChunk elements (7x7 planes one by one would be mostly overhead).
+class BatchNormF32 final : public Kernel {
+ public:
+  BatchNormF32(const NodeContext& ctx, VAffineFn fn) : fn_(fn) {
+    const Node& n = ctx.node;
+    const Shape& xs = ctx.in(0).shape;
+    const float eps = n.attrs.get_float("epsilon", 1e-5f);
+    C_ = xs[1];
+    planes_ = xs[0] * C_;
+    inner_ = num_elements(xs) / std::max<int64_t>(planes_, 1);
+    const float *sc = ctx.constant(1)->data<float>(), *bi = ctx.constant(2)->data<float>();
+    const float *mean = ctx.constant(3)->data<float>(), *var = ctx.constant(4)->data<float>();
+    scale_.resize(static_cast<size_t>(C_));
+    shift_.resize(static_cast<size_t>(C_));
+    for (int64_t c = 0; c < C_; ++c) {  // the reference's expressions, so the same bits
+      const float k = sc[c] / std::sqrt(var[c] + eps);
+      scale_[static_cast<size_t>(c)] = k;
+      shift_[static_cast<size_t>(c)] = bi[c] - mean[c] * k;
+    }
+    lo_ = n.attrs.get_float("act_min", -INFINITY);
+    hi_ = n.attrs.get_float("act_max", INFINITY);
+    per_task_ = std::max<int64_t>(1, kChunk / std::max<int64_t>(inner_, 1));
+  }
+
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+    const float* x = in[0].as<float>();
+    float* y = out[0].as<float>();
+    pool.parallel_for((planes_ + per_task_ - 1) / per_task_, [&](int64_t t, int) {
+      const int64_t p1 = std::min(planes_, (t + 1) * per_task_);
+      for (int64_t p = t * per_task_; p < p1; ++p) {
+        const size_t c = static_cast<size_t>(p % C_);
+        fn_(static_cast<size_t>(inner_), x + p * inner_, y + p * inner_, scale_[c], shift_[c], lo_, hi_);
+      }
+    });
+  }
+
+ private:
+  static constexpr int64_t kChunk = 16384;
+  VAffineFn fn_;
+  int64_t C_ = 0, planes_ = 0, inner_ = 0, per_task_ = 1;
+  std::vector<float> scale_, shift_;
+  float lo_ = -INFINITY, hi_ = INFINITY;
+};
+
 std::unique_ptr<Kernel> create_with(const NodeContext& ctx, const F32VElementwiseKernels* ks) {
   if (!ks) throw Error("element-wise kernels of this ISA are not in this build");
   return std::make_unique<VElementwise>(ctx, *ks);
 }
 
+std::unique_ptr<Kernel> create_bn_with(const NodeContext& ctx, const F32VElementwiseKernels* ks) {
+  if (!ks) throw Error("element-wise kernels of this ISA are not in this build");
+  return std::make_unique<BatchNormF32>(ctx, ks->affine);
+}
+
 }  // namespace
+
+std::string check_batchnorm_f32(const NodeContext& ctx) {
+  const Node& n = ctx.node;
+  if (n.attrs.get_int("training_mode", 0) != 0) return "training mode";
+  if (ctx.in(0).dtype != DType::f32 || ctx.out(0).dtype != DType::f32)
+    return std::string("dtype ") + dtype_name(ctx.in(0).dtype) + ", needs f32";
+  for (size_t i = 1; i < n.outputs.size(); ++i)
+    if (n.outputs[i] != kNoValue) return "training outputs (running mean / variance) are requested";
+  const Shape& xs = ctx.in(0).shape;
+  if (xs.size() < 2) return "input rank " + std::to_string(xs.size()) + ", needs N x C x ...";
+  for (size_t i = 1; i < 5; ++i) {
+    const Tensor* t = ctx.constant(i);
+    if (!t) return "parameter input " + std::to_string(i) + " is not a constant";
+    if (t->dtype() != DType::f32 || t->numel() != xs[1])
+      return "parameter input " + std::to_string(i) + " is not " + std::to_string(xs[1]) + " f32 values";
+  }
+  return "";
+}
+
+std::unique_ptr<Kernel> create_batchnorm_portable(const NodeContext& ctx) {
+  return create_bn_with(ctx, f32_velementwise_portable());
+}
+#if defined(__x86_64__)
+std::unique_ptr<Kernel> create_batchnorm_avx512(const NodeContext& ctx) { return create_bn_with(ctx, f32_velementwise_avx512()); }
+std::unique_ptr<Kernel> create_batchnorm_avx2(const NodeContext& ctx) { return create_bn_with(ctx, f32_velementwise_avx2()); }
+#endif
+#if defined(__aarch64__)
+std::unique_ptr<Kernel> create_batchnorm_neon(const NodeContext& ctx) { return create_bn_with(ctx, f32_velementwise_neon()); }
+#endif
 
 std::string check_velementwise_f32(const NodeContext& ctx) {
   const Node& n = ctx.node;

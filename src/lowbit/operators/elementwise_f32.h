@@ -2,7 +2,8 @@
 // fp32 element-wise drivers over kernels/f32-velementwise: activations (Relu, Clip, LeakyRelu,
 // HardSigmoid, HardSwish, Sigmoid, and lowbit's fused SiLU) and Add / Sub / Mul / Div with the
 // broadcasts CNNs use: equal shapes, a scalar side, or a side that is the output's leading dims
-// followed by ones ([N, C, 1, 1] against [N, C, H, W]: squeeze-excite's per-channel scale).
+// followed by ones ([N, C, 1, 1] against [N, C, H, W]: squeeze-excite's per-channel scale);
+// and inference BatchNormalization as a per-channel affine map.
 #include <memory>
 #include <string>
 
@@ -39,5 +40,14 @@ std::unique_ptr<Kernel> create_velementwise_avx512(const NodeContext& ctx);  // 
 std::unique_ptr<Kernel> create_velementwise_avx2(const NodeContext& ctx);    // x86-64 builds
 std::unique_ptr<Kernel> create_velementwise_neon(const NodeContext& ctx);    // AArch64 builds
 std::unique_ptr<Kernel> create_velementwise_portable(const NodeContext& ctx);
+
+// Inference BatchNormalization (constant parameters; what BN folding leaves: DenseNet's BN after a
+// Concat) as one affine pass per channel plane, with its fused Relu / Clip (act_min / act_max).
+// The per-channel scale and shift are computed once, in the reference's order.
+std::string check_batchnorm_f32(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_batchnorm_avx512(const NodeContext& ctx);  // x86-64 builds
+std::unique_ptr<Kernel> create_batchnorm_avx2(const NodeContext& ctx);    // x86-64 builds
+std::unique_ptr<Kernel> create_batchnorm_neon(const NodeContext& ctx);    // AArch64 builds
+std::unique_ptr<Kernel> create_batchnorm_portable(const NodeContext& ctx);
 
 }  // namespace lowbit

@@ -97,7 +97,12 @@ int fuse_epilogues(Graph& g, bool post_ops) {
       NodeId p = producer[static_cast<size_t>(x)];
       if (p < 0 || erase[static_cast<size_t>(p)]) continue;
       Node& prod = g.nodes[static_cast<size_t>(p)];
-      if ((prod.op != "Conv" && prod.op != "BinaryConv" && prod.op != "Gemm") || prod.attrs.has("act_min") ||
+      // An inference BatchNormalization BN folding left (DenseNet's, after a Concat) clamps in the
+      // same pass too: one trip over memory instead of two (1 thread on the Xeon: BN 6.2 ms and
+      // Relu 5.4 ms of DenseNet-121's 121 ms).
+      const bool bn = prod.op == "BatchNormalization" && prod.attrs.get_int("training_mode", 0) == 0 &&
+                      g.value(x).dtype == DType::f32;
+      if ((prod.op != "Conv" && prod.op != "BinaryConv" && prod.op != "Gemm" && !bn) || prod.attrs.has("act_min") ||
           prod.attrs.has("act_max") || prod.attrs.has("post_op"))
         continue;
       if (consumers[static_cast<size_t>(x)].size() != 1 || is_graph_output(g, x)) continue;

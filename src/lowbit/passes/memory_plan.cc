@@ -21,16 +21,27 @@ MemoryPlan plan_memory(const Graph& g, int64_t alignment) {
   }
   for (ValueId v : g.outputs) last[static_cast<size_t>(v)] = end;
 
+  // A buffer per root value: the union of its members' lifetimes and extents.
+  const BufferAliases alias = concat_aliases(g, alignment);
+  std::vector<int64_t> extent(nv, 0);
+  for (size_t v = 0; v < nv; ++v) {
+    if (first[v] < 0 || g.values[v].constant) continue;
+    const size_t r = static_cast<size_t>(alias.root[v]);
+    const int64_t bytes = std::max<int64_t>(storage_bytes(g.values[v].dtype, num_elements(g.values[v].shape)), 1);
+    extent[r] = std::max(extent[r], alias.offset[v] + bytes);
+    if (r == v) continue;
+    first[r] = first[r] < 0 ? first[v] : std::min(first[r], first[v]);
+    last[r] = std::max(last[r], last[v]);
+  }
+
   struct Item {
     size_t v;
     int64_t size;
   };
   std::vector<Item> items;
   for (size_t v = 0; v < nv; ++v)
-    if (first[v] >= 0 && !g.values[v].constant) {
-      int64_t bytes = storage_bytes(g.values[v].dtype, num_elements(g.values[v].shape));
-      items.push_back({v, (std::max<int64_t>(bytes, 1) + alignment - 1) / alignment * alignment});
-    }
+    if (first[v] >= 0 && !g.values[v].constant && static_cast<size_t>(alias.root[v]) == v)
+      items.push_back({v, (extent[v] + alignment - 1) / alignment * alignment});
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.size > b.size; });
 
   MemoryPlan plan;
@@ -54,6 +65,12 @@ MemoryPlan plan_memory(const Graph& g, int64_t alignment) {
     placed.push_back({off, it.size, first[it.v], last[it.v]});
     plan.arena_bytes = std::max(plan.arena_bytes, off + it.size);
   }
+  // plan.offset holds each buffer's start at its root; members sit at their offsets in it (the
+  // root too: it need not be the buffer's first bytes).
+  const std::vector<int64_t> start = plan.offset;
+  for (size_t v = 0; v < nv; ++v)
+    if (first[v] >= 0 && !g.values[v].constant)
+      plan.offset[v] = start[static_cast<size_t>(alias.root[v])] + alias.offset[v];
   return plan;
 }
 

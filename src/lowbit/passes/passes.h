@@ -38,13 +38,34 @@ int remove_identities(Graph& g);
 // Mul(x, Sigmoid(x)) becomes SiLU(x) (lowbit's op; the Sigmoid read only by that Mul).
 int fuse_silu(Graph& g);
 
-// Conv + Add(residual) + Relu/Clip and Gemm + Relu/Clip become one node with a fused epilogue
+// Conv + Add(residual) + Relu/Clip, Gemm + Relu/Clip and (inference) BatchNormalization +
+// Relu/Clip become one node with a fused epilogue
 // (attributes act_min/act_max, Conv input 3 = residual); an fp32 Conv then takes the activation
 // after it (SiLU, HardSwish, ...: the ops whose schema says conv_post_op) as attribute post_op.
 int fuse_epilogues(Graph& g, bool post_ops = true);
 
+// Concat without copies (passes/concat_in_place.cc): a Concat whose inputs are contiguous slices
+// of its output (every output dim before the axis is 1: batch-1 channel concats) gets attribute
+// in_place when every input can be written by its producer straight into its slice: runtime
+// values of a whole-byte dtype, not graph inputs, at offsets that are multiples of `alignment`,
+// and no two written values sharing bytes. The memory plan then gives the Concat's output and
+// inputs one buffer, and the Concat runs no kernel (x-concat-in-place). Decided afresh each time.
+int mark_concats_in_place(Graph& g, int64_t alignment = 64);
+bool concat_in_place(const Node& n);
+inline constexpr const char* kConcatInPlaceAttr = "in_place";  // a memory-plan hint, not ONNX
+
+// Values that share one buffer: per value, the value whose buffer it lives in (itself when none)
+// and its byte offset there. Throws naming the node when a Concat marked in_place cannot be placed
+// so (a hand-edited or corrupt artifact): a copy the kernel skips would leave its output unwritten.
+struct BufferAliases {
+  std::vector<ValueId> root;
+  std::vector<int64_t> offset;
+};
+BufferAliases concat_aliases(const Graph& g, int64_t alignment = 64);
+
 // Static memory plan: one arena, each runtime value at an offset; values whose lifetimes do not
-// overlap share bytes. Lifetimes are in node order.
+// overlap share bytes. Lifetimes are in node order. Values a Concat in place joins (above) are one
+// buffer, live from the first member's producer to the last member's last reader.
 struct MemoryPlan {
   std::vector<int64_t> offset;  // per value; -1 for constants and unused values
   int64_t arena_bytes = 0;

@@ -60,6 +60,7 @@ std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const Compile
     pack_binary_chains(graph);
   }
   graph.remove_dead();
+  if (opts.optimize) mark_concats_in_place(graph);  // last: it depends on the final values
   // Passes rewrite nodes; validating again proves they kept every node well-typed.
   validate_and_fold_constants(graph);
   m->graph_ = std::move(graph);

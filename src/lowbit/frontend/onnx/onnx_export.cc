@@ -9,6 +9,7 @@
 #include "lowbit/common/error.h"
 #include "lowbit/frontend/onnx/onnx_tensor.h"
 #include "lowbit/frontend/onnx/onnx_write.h"
+#include "lowbit/passes/passes.h"
 
 namespace lowbit {
 namespace {
@@ -80,6 +81,7 @@ bool opset13_attribute(const Node& n, const std::string& name) {
   if (n.op == "Softmax" && name == "coerce_2d") return false;
   if (n.op == "BatchNormalization" && name == "training_mode") return n.attrs.get_int(name, 0) != 0;
   if (n.op == "Reshape" && name == "allowzero") return n.attrs.get_int(name, 0) != 0;
+  if (n.op == "Concat" && name == kConcatInPlaceAttr) return false;  // lowbit's memory-plan hint
   return true;
 }
 

@@ -46,12 +46,18 @@ const char* vbinary_name(VBinary op);
 // vv: y[i] = a[i] op b[i]; vs: y[i] = a[i] op b[0]; sv: y[i] = a[0] op b[i] (y may be a or b).
 using VBinaryFn = void (*)(size_t n, const float* a, const float* b, float* y);
 
+// y[i] = min(hi, max(lo, fma(x[i], scale, shift))) for i < n: an inference BatchNormalization's
+// channel with its fused Relu / Clip (lo = -inf, hi = +inf without one). One rounding, explicit,
+// so every set gives the same bits (the reference rounds the product too: within 1 ulp of it).
+using VAffineFn = void (*)(size_t n, const float* x, float* y, float scale, float shift, float lo, float hi);
+
 // One ISA's set, constant-initialised in its ISA's file.
 struct F32VElementwiseKernels {
   const char* isa = "";    // "avx2": the suffix of its kernel names
   uint32_t features = 0;   // Feature bits the host must have
   VUnaryFn unary[kVUnaryCount] = {};
   VBinaryFn vv[kVBinaryCount] = {}, vs[kVBinaryCount] = {}, sv[kVBinaryCount] = {};
+  VAffineFn affine = nullptr;
   bool runs_on(const Target& t) const { return (t.features & features) == features; }
 };
 

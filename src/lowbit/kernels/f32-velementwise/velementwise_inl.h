@@ -106,6 +106,31 @@ void binary(size_t n, const float* a, const float* b, float* y) {
   }
 }
 
+template <class V>
+inline typename V::Vec affine1(typename V::Vec x, typename V::Vec s, typename V::Vec b, typename V::Vec lo,
+                               typename V::Vec hi) {
+  return V::min(hi, V::max(lo, V::fma(x, s, b)));
+}
+
+template <class V>
+void affine(size_t n, const float* x, float* y, float scale, float shift, float lo, float hi) {
+  constexpr size_t L = V::kLanes;
+  const typename V::Vec s = V::set1(scale), b = V::set1(shift), l = V::set1(lo), h = V::set1(hi);
+  size_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {  // two vectors a step: the loads of one overlap the other's math
+    const typename V::Vec x0 = V::load(x + i), x1 = V::load(x + i + L);
+    V::store(y + i, affine1<V>(x0, s, b, l, h));
+    V::store(y + i + L, affine1<V>(x1, s, b, l, h));
+  }
+  for (; i + L <= n; i += L) V::store(y + i, affine1<V>(V::load(x + i), s, b, l, h));
+  if (i < n) {
+    float buf[L] = {};
+    std::memcpy(buf, x + i, (n - i) * sizeof(float));
+    V::store(buf, affine1<V>(V::load(buf), s, b, l, h));
+    std::memcpy(y + i, buf, (n - i) * sizeof(float));
+  }
+}
+
 }  // namespace
 }  // namespace velementwise
 }  // namespace LOWBIT_KERNEL_NS
@@ -137,6 +162,9 @@ void binary(size_t n, const float* a, const float* b, float* y) {
   LOWBIT_VBINARY_FN(ISA, V, sub)                                                                     \
   LOWBIT_VBINARY_FN(ISA, V, mul)                                                                     \
   LOWBIT_VBINARY_FN(ISA, V, div)                                                                     \
+  void f32_vaffine__##ISA(size_t n, const float* x, float* y, float s, float b, float lo, float hi) {   \
+    ::LOWBIT_KERNEL_NS::velementwise::affine<V>(n, x, y, s, b, lo, hi);                                \
+  }                                                                                                  \
   constexpr ::lowbit::F32VElementwiseKernels make_##ISA(uint32_t features) {                         \
     ::lowbit::F32VElementwiseKernels k;                                                              \
     k.isa = #ISA;                                                                                    \
@@ -152,5 +180,6 @@ void binary(size_t n, const float* a, const float* b, float* y) {
     LOWBIT_VBINARY_SET(k, ISA, sub)                                                                  \
     LOWBIT_VBINARY_SET(k, ISA, mul)                                                                  \
     LOWBIT_VBINARY_SET(k, ISA, div)                                                                  \
+    k.affine = &f32_vaffine__##ISA;                                                                  \
     return k;                                                                                        \
   }

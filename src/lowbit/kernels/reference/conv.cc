@@ -159,9 +159,11 @@ void conv_transpose(const Graph& g, const Node& n, std::span<const TensorView> i
   }
 }
 
-// Inference-mode BatchNormalization over axis 1.
+// Inference-mode BatchNormalization over axis 1, then the fused clamp (act_min / act_max, from a
+// Relu / Clip fuse_epilogues folded in; NaN passes through it).
 void batch_norm(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
   require_f32(n, in, 5);
+  const float lo = n.attrs.get_float("act_min", -INFINITY), hi = n.attrs.get_float("act_max", INFINITY);
   const Shape& xs = in[0].shape;
   const float eps = n.attrs.get_float("epsilon", 1e-5f);
   const int64_t N = xs.empty() ? 1 : xs[0];
@@ -177,7 +179,11 @@ void batch_norm(const Graph& g, const Node& n, std::span<const TensorView> in, s
     for (int64_t b = 0; b < N; ++b) {
       const float* xp = x + (b * C + c) * inner;
       float* yp = y + (b * C + c) * inner;
-      for (int64_t i = 0; i < inner; ++i) yp[i] = xp[i] * k + off;
+      for (int64_t i = 0; i < inner; ++i) {
+        float v = xp[i] * k + off;
+        v = v < lo ? lo : v;
+        yp[i] = v > hi ? hi : v;
+      }
     }
   }
 }
