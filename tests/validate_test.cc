@@ -10,6 +10,7 @@
 #include "lowbit/ir/infer_helpers.h"
 #include "lowbit/ir/op_params.h"
 #include "lowbit/ir/op_schema.h"
+#include "lowbit/runtime/compiled_model.h"
 
 namespace lowbit {
 namespace {
@@ -669,6 +670,62 @@ TEST_F(ValidateTest, ConstantFoldingStyleProgressiveValidation) {
   g.nodes[1].inputs[1] = flat;
   validate_node(g, g.nodes[1]);
   EXPECT_EQ(g.value(r).shape, (Shape{2, 12}));
+}
+
+// Hostile sizes are refused by validation, before anything is allocated: element counts that
+// overflow 64 bits (they would wrap into a small allocation the kernels then overrun) and tensors
+// past the per-tensor cap; a model over the memory cap is refused at compile time with the figures.
+TEST_F(ValidateTest, HugeTensorsAreRefusedBeforeAnyAllocation) {
+  const int64_t big = int64_t{1} << 31;
+  {
+    Graph h;
+    h.inputs = {h.add_value("x", DType::f32, {big, big}, true)};
+    try {
+      validate(h);
+      FAIL() << "validated";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("graph input 'x': shape 2147483648x2147483648 (f32) needs"));
+      EXPECT_THAT(e.what(), HasSubstr("64 TiB"));
+    }
+  }
+  {
+    Graph h;
+    h.inputs = {h.add_value("x", DType::u8, {int64_t{1} << 40, int64_t{1} << 40}, true)};
+    EXPECT_THROW(validate(h), Error);
+    EXPECT_THAT(tensor_size_problem(DType::u8, {int64_t{1} << 40, int64_t{1} << 40}), HasSubstr("more elements than a 64-bit count"));
+  }
+  // A node whose inferred output overflows: Expand of a small input to 2^31 x 2^31 x 4.
+  const ValueId x = input("x", {1, 1, 4});
+  EXPECT_THAT(error_of("Expand", {x, ints("huge", {big, big, 4})}), HasSubstr("output 0: shape 2147483648x2147483648x4"));
+  EXPECT_THAT(error_of("Expand", {x, ints("wrap", {big, big, big, big, 4})}), HasSubstr("more elements than a 64-bit count"));
+  // Packed sub-byte tensors count bits: 2^49 int4 codes are 2^48 bytes, over the cap; 2^45 are fine.
+  EXPECT_NE(tensor_size_problem(DType::i4, {int64_t{1} << 49}), "");
+  EXPECT_EQ(tensor_size_problem(DType::i4, {int64_t{1} << 45}), "");
+  EXPECT_EQ(shape_of("Expand", {x, ints("ok", {2, 3, 4})}), (Shape{2, 3, 4}));
+
+  // The memory cap: a 1 x 64 x 1024 x 1024 input's Relu needs 512 MiB of arena.
+  Graph m;
+  const ValueId in = m.add_value("in", DType::f32, {1, 64, 1024, 1024}, true);
+  const ValueId out = m.add_value("out");
+  m.inputs = {in};
+  m.add_node("Relu", "relu", {in}, {out});
+  m.outputs = {out};
+  validate(m);
+  CompileOptions o;
+  o.threads = 1;
+  o.max_memory = parse_memory_size("256M");
+  EXPECT_EQ(o.max_memory, 256 << 20);
+  try {
+    CompiledModel::compile(m, o);
+    FAIL() << "compiled";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("need 512.0 MiB"));
+    EXPECT_THAT(e.what(), HasSubstr("memory cap of 256.0 MiB (--max-memory)"));
+  }
+  EXPECT_EQ(parse_memory_size("16G"), int64_t{16} << 30);
+  EXPECT_EQ(parse_memory_size("12Q"), -1);
+  EXPECT_EQ(parse_memory_size(""), -1);
+  EXPECT_GT(physical_memory_bytes(), int64_t{1} << 28);
 }
 
 }  // namespace

@@ -19,6 +19,9 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("MODEL", o.model, "an .onnx file or a zoo model (resnet18, resnet50, mobilenet_v2)")->required();
   cmd.add_option("--input-shape", o.input_shapes, "fix an input's dynamic dims: name=1x3x224x224 (repeatable)");
   cmd.add_option("--threads", o.threads, "threads inside operators (default: all cores)");
+  cmd.add_option("--max-memory", o.max_memory,
+                 "refuse a model whose activations need more than this (16G, 512M; default: physical memory)")
+      ->check([](const std::string& s) { return parse_memory_size(s) > 0 ? std::string() : "expected a size: 16G, 512M, 1048576"; });
   cmd.add_option("--target", o.target,
                  "target to compile for (see `lowbit targets`; default: host, or an artifact's own target)");
   cmd.add_option("--precision", o.precision,
@@ -115,6 +118,7 @@ BuiltModel build_model(const ModelOptions& o, bool foreign_ok) {
   opts.optimize = !o.no_optimize;
   opts.allow_foreign_target = foreign_ok;
   opts.autotune = o.autotune;
+  if (!o.max_memory.empty()) opts.max_memory = parse_memory_size(o.max_memory);
   BuiltModel b;
   b.precision = o.precision;
   if (is_artifact_file(o.model)) {

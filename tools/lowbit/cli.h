@@ -34,6 +34,7 @@ struct ModelOptions {
   std::string weight_scale = "auto";
   int group_size = 0;
   bool autotune = false;
+  std::string max_memory;  // empty: the machine's physical memory
 };
 
 struct BuiltModel {

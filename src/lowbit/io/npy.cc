@@ -51,13 +51,16 @@ Tensor load_npy(const std::string& path) {
   Shape shape;
   std::string dims = m[1];
   static const std::regex kDigits("\\d+");
-  for (std::sregex_iterator it(dims.begin(), dims.end(), kDigits), e; it != e; ++it)
+  for (std::sregex_iterator it(dims.begin(), dims.end(), kDigits), e; it != e; ++it) {
+    if (it->str().size() > 18) throw bad("dimension " + it->str() + " too large");
     shape.push_back(std::stoll(it->str()));
+  }
   const char* payload = bytes.data() + hstart + hlen;
   size_t avail = bytes.size() - hstart - hlen;
-  int64_t n = num_elements(shape);
+  const int64_t n = checked_num_elements(shape);  // the product may overflow: never trust it
+  if (n < 0) throw bad("shape " + shape_str(shape) + " has more elements than a 64-bit count holds");
   auto need = [&](size_t elem) {
-    if (avail < static_cast<size_t>(n) * elem)
+    if (static_cast<uint64_t>(n) > avail / elem)
       throw bad("data truncated (" + std::to_string(avail) + " bytes for " + std::to_string(n) + " values)");
   };
   if (descr == "<f8") {

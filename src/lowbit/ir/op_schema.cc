@@ -42,6 +42,7 @@ void InferContext::set_output(size_t i, DType dtype, Shape shape) {
   if (i >= n_.outputs.size() || n_.outputs[i] == kNoValue) return;  // optional output not requested
   for (int64_t d : shape)
     if (d < 0) fail("inferred a negative dimension for output " + std::to_string(i) + " (" + shape_str(shape) + ")");
+  if (std::string why = tensor_size_problem(dtype, shape); !why.empty()) fail("output " + std::to_string(i) + ": " + why);
   Value& v = g_.value(n_.outputs[i]);
   v.dtype = dtype;
   v.shape = std::move(shape);

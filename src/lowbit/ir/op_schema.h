@@ -90,6 +90,9 @@ std::vector<std::string> supported_ops();
 void validate(Graph& g);
 // Graph inputs must have static shapes (all dims >= 1) before anything downstream is checked.
 void validate_graph_inputs(const Graph& g);
+// "" when a tensor of this dtype and shape can exist (its element count fits 63 bits and its bytes
+// kMaxTensorBytes), else why not; checked for every graph input and inferred output.
+std::string tensor_size_problem(DType t, const Shape& s);
 // Validates a single node (used by passes that create nodes).
 void validate_node(Graph& g, Node& n);
 

@@ -13,6 +13,19 @@ inline int64_t num_elements(const Shape& s) {
   return n;
 }
 
+// The most bytes one tensor may take (64 TiB): past any machine lowbit runs on, and small enough
+// that byte counts, offsets and sums of them over a graph's values stay far inside int64_t.
+inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 46;
+
+// Elements of a shape, or -1 when a dim is negative or the product overflows 63 bits (a hostile
+// model declaring 2^31 x 2^31 x ... must be refused, not wrapped around into a small allocation).
+inline int64_t checked_num_elements(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return -1;
+  return n;
+}
+
 // "1x3x224x224"; a scalar prints as "scalar".
 inline std::string shape_str(const Shape& s) {
   if (s.empty()) return "scalar";

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "lowbit/common/error.h"
 #include "lowbit/ir/op_schema.h"
 
@@ -15,7 +17,18 @@ void validate_graph_inputs(const Graph& g) {
       throw Error("graph input '" + v.name + "' has a dynamic shape [" + dims + "]; fix it with --input-shape " +
                   v.name + "=1x3x224x224 (your sizes)");
     }
+    if (std::string why = tensor_size_problem(v.dtype, v.shape); !why.empty())
+      throw Error("graph input '" + v.name + "': " + why);
   }
+}
+
+std::string tensor_size_problem(DType t, const Shape& s) {
+  const int64_t n = checked_num_elements(s);
+  if (n < 0) return "shape " + shape_str(s) + " has more elements than a 64-bit count holds";
+  if (n > kMaxTensorBytes * 8 / std::max(bit_width(t), 1))  // storage_bytes would exceed the cap
+    return "shape " + shape_str(s) + " (" + dtype_name(t) + ") needs " + std::to_string(n) + " elements, more than the " +
+           std::to_string(kMaxTensorBytes >> 40) + " TiB lowbit allows one tensor";
+  return "";
 }
 
 }  // namespace lowbit

@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+
+#include <unistd.h>
 
 #include "lowbit/common/error.h"
 #include "lowbit/ir/op_params.h"
@@ -36,7 +39,21 @@ bool dispatch_verbose() {
   return v && std::strstr(v, "dispatch");
 }
 
+std::string bytes_str(int64_t b) {
+  char buf[48];
+  if (b >= (int64_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(b) / (1 << 30));
+  else std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1 << 20));
+  return buf;
+}
+
 }  // namespace
+
+int64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
+}
+
+int64_t parse_memory_size(const std::string& text) { return parse_cache_size(text); }
 
 std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const CompileOptions& opts) {
   auto t0 = Clock::now();
@@ -68,6 +85,11 @@ std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const Compile
   MemoryPlan plan = plan_memory(m->graph_);
   m->offsets_ = std::move(plan.offset);
   m->arena_bytes_ = plan.arena_bytes;
+  const int64_t cap = opts.max_memory > 0 ? opts.max_memory : physical_memory_bytes();
+  if (cap > 0 && m->arena_bytes_ > cap)
+    throw Error("the activations need " + bytes_str(m->arena_bytes_) + " (the memory plan's arena), over the " +
+                "memory cap of " + bytes_str(cap) + (opts.max_memory > 0 ? " (--max-memory)" : " (this machine's memory; --max-memory sets another)") +
+                "; check the input shapes");
   m->arena_ = Tensor(DType::u8, {std::max<int64_t>(m->arena_bytes_, 1)});
   m->pool_ = std::make_unique<ThreadPool>(opts.threads);
 

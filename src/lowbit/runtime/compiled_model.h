@@ -26,7 +26,15 @@ struct CompileOptions {
   // that will be calibrated or quantized needs false: calibration reads each conv's output
   // before its activation, and calibrate_model refuses a graph without it.
   bool fuse_post_ops = true;
+  // Bytes the activation arena may take (CLI --max-memory); 0: this machine's physical memory.
+  // A model over it is refused at compile time, before the arena is allocated, with the figures.
+  int64_t max_memory = 0;
 };
+
+// The machine's physical memory in bytes (the default memory cap).
+int64_t physical_memory_bytes();
+// "16G", "512M", "1048576" (K, M, G: powers of 1024): bytes; -1 when malformed.
+int64_t parse_memory_size(const std::string& text);
 
 struct Step {
   NodeId node;             // index into graph().nodes
