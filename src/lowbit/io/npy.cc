@@ -81,8 +81,8 @@ Tensor load_npy(const std::string& path) {
   else if (descr == "|i1") dt = DType::i8;
   else if (descr == "|b1") dt = DType::boolean;
   else throw bad("unsupported dtype '" + descr + "' (use float32)");
-  Tensor t(dt, shape);
   need(static_cast<size_t>(bit_width(dt) / 8));
+  Tensor t(dt, shape);
   std::memcpy(t.raw(), payload, static_cast<size_t>(t.nbytes()));
   return t;
 }

@@ -8,6 +8,11 @@
 namespace lowbit {
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  // The last line of defence against a size that wrapped (validation refuses them earlier, with
+  // the value's name): never allocate from an overflowed count.
+  if (!tensor_fits(dtype, checked_num_elements(shape_)))
+    throw Error("cannot allocate a " + std::string(dtype_name(dtype)) + " tensor of shape " + shape_str(shape_) +
+                ": more than the 64 TiB lowbit allows one tensor");
   size_t bytes = static_cast<size_t>(nbytes());
   size_t alloc = ((bytes + 63) / 64) * 64 + 64;  // room for kernels that over-read a vector
   void* p = std::aligned_alloc(64, alloc);

@@ -9,6 +9,10 @@
 
 namespace lowbit {
 
+// True when n elements of t fit the per-tensor cap (kMaxTensorBytes); n < 0 (an overflowed
+// count, checked_num_elements) never does.
+inline bool tensor_fits(DType t, int64_t n) { return n >= 0 && n <= kMaxTensorBytes * 8 / bit_width(t); }
+
 struct TensorView {
   void* data = nullptr;
   DType dtype = DType::f32;

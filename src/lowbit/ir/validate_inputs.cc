@@ -1,5 +1,3 @@
-#include <algorithm>
-
 #include "lowbit/common/error.h"
 #include "lowbit/ir/op_schema.h"
 
@@ -25,7 +23,7 @@ void validate_graph_inputs(const Graph& g) {
 std::string tensor_size_problem(DType t, const Shape& s) {
   const int64_t n = checked_num_elements(s);
   if (n < 0) return "shape " + shape_str(s) + " has more elements than a 64-bit count holds";
-  if (n > kMaxTensorBytes * 8 / std::max(bit_width(t), 1))  // storage_bytes would exceed the cap
+  if (!tensor_fits(t, n))
     return "shape " + shape_str(s) + " (" + dtype_name(t) + ") needs " + std::to_string(n) + " elements, more than the " +
            std::to_string(kMaxTensorBytes >> 40) + " TiB lowbit allows one tensor";
   return "";
