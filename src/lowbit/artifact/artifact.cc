@@ -6,18 +6,24 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "lowbit/common/error.h"
+#include "lowbit/ir/op_schema.h"
 
 namespace lowbit {
 namespace {
 
 using json = nlohmann::json;
 constexpr char kMagic[8] = {'L', 'O', 'W', 'B', 'I', 'T', 'M', '\0'};
-constexpr uint32_t kVersion = 1;
+// Version 2 extends the checksum over the header's own fields (version 1 summed the body only, so
+// a flipped byte in the reserved field or a section size that still happened to fit went unseen);
+// version 1 files still load.
+constexpr uint32_t kVersion = 2;
+constexpr uint32_t kOldestVersion = 1;
 constexpr uint32_t kEndianTag = 0x01020304;
 constexpr size_t kHeaderSize = 64;
 
@@ -29,11 +35,29 @@ struct Header {
 };
 static_assert(sizeof(Header) == kHeaderSize);
 
-uint64_t fnv1a(const uint8_t* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ULL;
+// FNV-1a-64: every single-byte change is detected (each step is a bijection of the state), which
+// is what a corrupted download or a truncated copy needs; it is not a defence against a forger,
+// which is why everything behind it is validated as if hostile anyway.
+constexpr uint64_t kFnvBasis = 0xcbf29ce484222325ULL;
+uint64_t fnv1a(const uint8_t* p, size_t n, uint64_t h = kFnvBasis) {
   for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
   return h;
 }
+
+// Version 2: the header without its checksum field, then the body.
+constexpr size_t kChecksumAt = offsetof(Header, checksum);
+uint64_t file_checksum(uint32_t version, const uint8_t* file, size_t size) {
+  uint64_t h = kFnvBasis;
+  if (version >= 2) {
+    h = fnv1a(file, kChecksumAt, h);
+    h = fnv1a(file + kChecksumAt + 8, kHeaderSize - kChecksumAt - 8, h);
+  }
+  return fnv1a(file + kHeaderSize, size - kHeaderSize, h);
+}
+
+// The metadata JSON is parsed into a DOM of about 10x its size: 64 MiB of it is a graph of about
+// a million values (ResNet-50's is 120 KB), and anything larger is refused before parsing.
+constexpr uint64_t kMaxMetaBytes = uint64_t{64} << 20;
 
 size_t align64(size_t x) { return (x + 63) / 64 * 64; }
 
@@ -112,15 +136,16 @@ void save_artifact(const std::string& path, const Graph& g, const std::string& m
   h.meta_size = m.size();
   h.data_offset = align64(kHeaderSize + m.size());
   h.data_size = w.blob_.size();
-  std::vector<uint8_t> body(h.data_offset + h.data_size - kHeaderSize, 0);
-  std::memcpy(body.data(), m.data(), m.size());
-  if (!w.blob_.empty()) std::memcpy(body.data() + (h.data_offset - kHeaderSize), w.blob_.data(), w.blob_.size());
-  h.checksum = fnv1a(body.data(), body.size());
+  std::vector<uint8_t> file(h.data_offset + h.data_size, 0);
+  std::memcpy(file.data() + kHeaderSize, m.data(), m.size());
+  if (!w.blob_.empty()) std::memcpy(file.data() + h.data_offset, w.blob_.data(), w.blob_.size());
+  std::memcpy(file.data(), &h, sizeof h);
+  h.checksum = file_checksum(h.version, file.data(), file.size());
+  std::memcpy(file.data(), &h, sizeof h);
 
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) throw Error("cannot write artifact '" + path + "'");
-  f.write(reinterpret_cast<const char*>(&h), sizeof h);
-  f.write(reinterpret_cast<const char*>(body.data()), static_cast<std::streamsize>(body.size()));
+  f.write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
   if (!f) throw Error("failed writing artifact '" + path + "'");
 }
 
@@ -153,14 +178,24 @@ Artifact load_artifact(const std::string& path) {
   std::memcpy(&h, bytes, sizeof h);
   if (std::memcmp(h.magic, kMagic, 8) != 0) throw bad("not a lowbit artifact (bad magic)");
   if (h.endian != kEndianTag) throw bad("written on a machine of the other endianness; not loadable here");
-  if (h.version != kVersion)
-    throw bad("format version " + std::to_string(h.version) + ", this lowbit reads version " +
-              std::to_string(kVersion));
-  if (h.meta_offset != kHeaderSize || h.meta_offset + h.meta_size > size || h.data_offset < h.meta_offset + h.meta_size ||
-      h.data_offset + h.data_size != size)
-    throw bad("truncated or corrupt: sections do not fit the file (" + std::to_string(size) + " bytes, expected " +
-              std::to_string(h.data_offset + h.data_size) + ")");
-  if (fnv1a(bytes + kHeaderSize, size - kHeaderSize) != h.checksum) throw bad("checksum mismatch: the file is corrupt");
+  if (h.version < kOldestVersion || h.version > kVersion)
+    throw bad("format version " + std::to_string(h.version) + ", this lowbit reads versions " +
+              std::to_string(kOldestVersion) + " to " + std::to_string(kVersion));
+  // Every comparison below is written so that no sum can wrap: a hostile size near 2^64 must not
+  // turn into a small one.
+  const uint64_t fsize = size;
+  if (h.meta_offset != kHeaderSize || h.meta_size > fsize - kHeaderSize)
+    throw bad("truncated or corrupt: the metadata section (" + std::to_string(h.meta_size) + " bytes at " +
+              std::to_string(h.meta_offset) + ") does not fit the file's " + std::to_string(size) + " bytes");
+  if (h.meta_size > kMaxMetaBytes)
+    throw bad("metadata section of " + std::to_string(h.meta_size) + " bytes, more than the " +
+              std::to_string(kMaxMetaBytes >> 20) + " MiB lowbit reads");
+  const uint64_t data_at = align64(kHeaderSize + h.meta_size);  // cannot wrap: meta_size <= 64 MiB
+  if (h.data_offset != data_at || h.data_offset > fsize || h.data_size != fsize - h.data_offset)
+    throw bad("truncated or corrupt: the data section (" + std::to_string(h.data_size) + " bytes at " +
+              std::to_string(h.data_offset) + ") does not end the file's " + std::to_string(size) + " bytes");
+  if (h.version >= 2 && h.reserved != 0) throw bad("corrupt: the header's reserved field is not zero");
+  if (file_checksum(h.version, bytes, size) != h.checksum) throw bad("checksum mismatch: the file is corrupt");
 
   json meta;
   try {
@@ -173,9 +208,13 @@ Artifact load_artifact(const std::string& path) {
     auto dt = dtype_from_name(j.at("dtype").get<std::string>());
     if (!dt) throw bad("unknown dtype " + j.at("dtype").dump());
     Shape shape = j.at("shape").get<Shape>();
+    if (std::string why = tensor_size_problem(*dt, shape); !why.empty()) throw bad("a constant's " + why);
     uint64_t off = j.at("offset"), nb = j.at("nbytes");
-    if (off + nb > h.data_size || static_cast<int64_t>(nb) != storage_bytes(*dt, num_elements(shape)))
-      throw bad("tensor extends past the data section");
+    // Constants are written 64-byte aligned: kernels load them as floats and vectors in place.
+    if (off % 64 != 0 || off > h.data_size || nb > h.data_size - off ||
+        nb != static_cast<uint64_t>(storage_bytes(*dt, num_elements(shape))))
+      throw bad("a constant of " + shape_str(shape) + " " + dtype_name(*dt) + " (" + std::to_string(nb) + " bytes at " +
+                std::to_string(off) + ") is misplaced in the " + std::to_string(h.data_size) + "-byte data section");
     return Tensor::wrap(*dt, shape, data + off, region);
   };
   Artifact a;
@@ -186,38 +225,51 @@ Artifact load_artifact(const std::string& path) {
     for (const json& jv : jg.at("values")) {
       auto dt = dtype_from_name(jv.at("dtype").get<std::string>());
       if (!dt) throw bad("unknown dtype " + jv.at("dtype").dump());
-      ValueId id = g.add_value(jv.at("name"), *dt, jv.at("shape").get<Shape>(), true);
+      const Shape shape = jv.at("shape").get<Shape>();
+      ValueId id = g.add_value(jv.at("name"), *dt, shape, true);
+      const std::string& name = g.value(id).name;
+      if (std::string why = tensor_size_problem(*dt, shape); !why.empty()) throw bad("value '" + name + "': " + why);
       if (jv.contains("quant")) {
         const json& q = jv["quant"];
         Tensor scale = tensor(q.at("scale"));
         QuantParams qp;
         qp.axis = q.at("axis").get<int>();
+        const size_t channels = q.at("channels").get<size_t>();
+        if (scale.dtype() != DType::f32 || static_cast<size_t>(scale.numel()) != channels)
+          throw bad("quantization parameters of '" + name + "' are malformed: " + std::to_string(scale.numel()) + " " +
+                    dtype_name(scale.dtype()) + " scales for " + std::to_string(channels) + " channels");
         qp.scale.assign(scale.data<float>(), scale.data<float>() + scale.numel());
-        qp.zero_point.assign(q.at("channels").get<size_t>(), 0);
+        qp.zero_point.assign(channels, 0);
         if (q.contains("zero_point")) {
           Tensor zp = tensor(q["zero_point"]);
-          if (static_cast<size_t>(zp.numel()) != qp.zero_point.size()) throw bad("zero point count mismatch");
+          if (zp.dtype() != DType::i32 || static_cast<size_t>(zp.numel()) != channels)
+            throw bad("quantization parameters of '" + name + "' are malformed: zero points do not match the scales");
           qp.zero_point.assign(zp.data<int32_t>(), zp.data<int32_t>() + zp.numel());
         }
-        if (scale.dtype() != DType::f32 || qp.scale.size() != qp.zero_point.size())
-          throw bad("quantization parameters of '" + g.value(id).name + "' are malformed");
         if (q.contains("code")) {
           auto code = q["code"].is_string() ? dtype_from_name(q["code"].get<std::string>()) : std::nullopt;
-          if (!code) throw bad("unknown code dtype " + q["code"].dump() + " of '" + g.value(id).name + "'");
+          if (!code) throw bad("unknown code dtype " + q["code"].dump() + " of '" + name + "'");
           qp.code = *code;
         }
         if (q.contains("narrow")) {
-          if (!q["narrow"].is_boolean()) throw bad("'narrow' of '" + g.value(id).name + "' is not a boolean");
+          if (!q["narrow"].is_boolean()) throw bad("'narrow' of '" + name + "' is not a boolean");
           qp.narrow = q["narrow"].get<bool>();
         }
         if (q.contains("block_size")) {
           if (!q["block_size"].is_number_integer() || q["block_size"].get<int64_t>() < 0)
-            throw bad("'block_size' of '" + g.value(id).name + "' is not a non-negative integer");
+            throw bad("'block_size' of '" + name + "' is not a non-negative integer");
           qp.block_size = q["block_size"].get<int64_t>();
         }
         g.value(id).quant = std::move(qp);
       }
-      if (jv.contains("constant")) g.value(id).constant = tensor(jv["constant"]);
+      if (jv.contains("constant")) {
+        Tensor t = tensor(jv["constant"]);
+        // Validation reads the value's dtype and shape, kernels the constant's bytes: they must agree.
+        if (t.dtype() != *dt || t.shape() != shape)
+          throw bad("value '" + name + "' is " + shape_str(shape) + " " + dtype_name(*dt) + " but its constant is " +
+                    shape_str(t.shape()) + " " + dtype_name(t.dtype()));
+        g.value(id).constant = std::move(t);
+      }
     }
     auto check_id = [&](ValueId v) {
       if (v != kNoValue && (v < 0 || static_cast<size_t>(v) >= g.values.size())) throw bad("value id out of range");

@@ -4,10 +4,15 @@
 // Layout (little endian, checked on load):
 //   [0, 64)  header: magic "LOWBITM\0", u32 version, u32 endianness tag 0x01020304,
 //            u64 meta offset, u64 meta size, u64 data offset, u64 data size,
-//            u64 FNV-1a-64 checksum of every byte after the header, u64 reserved
-//   meta     JSON: graph structure (values with dtype, shape, quantization, constant location;
-//            nodes with attributes), plus free-form metadata (precision, calibration, ...)
-//   data     constant tensors, each 64-byte aligned, exactly as the graph holds them
+//            u64 FNV-1a-64 checksum, u64 reserved (0). The checksum covers every byte of the file
+//            but its own 8 (version 1 files, still read, covered the bytes after the header only).
+//   meta     JSON (at most 64 MiB): graph structure (values with dtype, shape, quantization,
+//            constant location; nodes with attributes), plus free-form metadata (precision, ...)
+//   data     starts at the next 64-byte boundary and ends the file: constant tensors, each 64-byte
+//            aligned, exactly as the graph holds them
+// A checksum only catches accidents; whatever passes it is still checked as hostile input: sizes
+// with arithmetic that cannot wrap, constants inside the data section and matching their values,
+// value ids in range, and then the graph goes through the same validation as an imported model.
 // Loading maps the file (mmap) and wraps the constants in place: nothing is copied.
 // The same graph and metadata always produce the same bytes.
 #include <string>

@@ -67,8 +67,16 @@ void Graph::topo_sort() {
       for (ValueId v : nodes[i].inputs)
         if (v != kNoValue && !ready[static_cast<size_t>(v)]) ok = false;
       if (!ok) continue;
+      // Single assignment: a value written twice, or a node writing over a constant (mapped
+      // read-only from an artifact) or a graph input, would have two meanings and a kernel that
+      // writes where it must not.
       for (ValueId o : nodes[i].outputs)
-        if (o != kNoValue) ready[static_cast<size_t>(o)] = 1;
+        if (o != kNoValue) {
+          if (ready[static_cast<size_t>(o)])
+            throw Error("node " + nodes[i].label() + ": output '" + values[static_cast<size_t>(o)].name +
+                        "' is already defined (a constant, a graph input or another node's output)");
+          ready[static_cast<size_t>(o)] = 1;
+        }
       placed[i] = 1;
       sorted.push_back(std::move(nodes[i]));
       progress = true;
