@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -235,19 +236,122 @@ TEST(OnnxImport, UnsupportedInputDtype) {
   expect_error([&] { b.import(); }, {"'x'", "DOUBLE"});
 }
 
-TEST(OnnxImport, ExternalDataRejected) {
-  ModelBuilder b;
-  b.input("x", {2}).output("y");
+// --- External data (onnx.save(..., save_as_external_data=True)) -----------------------------------
+
+// An initializer whose bytes live in `location` at `offset` (and `length`, when given).
+void external_init(ModelBuilder& b, const std::string& name, const std::vector<int64_t>& dims, const std::string& location,
+                   const std::string& offset, const std::string& length = "", int elem = onnx::TensorProto::FLOAT) {
   auto* t = b.g->add_initializer();
-  t->set_name("w");
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  t->add_dims(2);
+  t->set_name(name);
+  t->set_data_type(elem);
+  for (int64_t d : dims) t->add_dims(d);
   t->set_data_location(onnx::TensorProto::EXTERNAL);
-  auto* e = t->add_external_data();
-  e->set_key("location");
-  e->set_value("weights.bin");
-  b.node("Add", {"x", "w"}, {"y"});
-  expect_error([&] { b.import(); }, {"'w'", "external"});
+  auto kv = [&](const std::string& k, const std::string& v) {
+    auto* e = t->add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  };
+  kv("location", location);
+  if (!offset.empty()) kv("offset", offset);
+  if (!length.empty()) kv("length", length);
+}
+
+// y = (x + a) * w: `a` at an odd offset (copied out of the mapping), `w` 64-byte aligned with room
+// after it (wrapped in place), both in one file beside the model, as ONNX's tools write them.
+struct ExternalModel {
+  fs::path dir;
+  std::string model_path;
+  std::vector<float> a = {1.f, -2.f, 3.f, -4.f, 5.f, -6.f, 7.f, -8.f};
+  std::vector<float> w = {0.5f, 0.25f, -1.f, 2.f, 4.f, -0.5f, 1.5f, 3.f};
+
+  ExternalModel(const std::string& a_location = "weights.bin", const std::string& a_offset = "4",
+                const std::string& a_length = "32") {
+    dir = fs::path(temp_path("ext")) ;
+    fs::create_directories(dir);
+    std::string blob(4 + 32, '\0');
+    std::memcpy(blob.data() + 4, a.data(), 32);
+    blob.resize(64, '\0');
+    blob.append(reinterpret_cast<const char*>(w.data()), 32);
+    blob.resize(256, '\0');
+    std::ofstream(dir / "weights.bin", std::ios::binary) << blob;
+    ModelBuilder b;
+    b.input("x", {8}).output("y");
+    external_init(b, "a", {8}, a_location, a_offset, a_length);
+    external_init(b, "w", {8}, "weights.bin", "64", "32");
+    b.node("Add", {"x", "a"}, {"t"});
+    b.node("Mul", {"t", "w"}, {"y"});
+    model_path = (dir / "model.onnx").string();
+    std::ofstream(model_path, std::ios::binary) << b.bytes();
+  }
+};
+
+// True if `p` lies in a mapping of the file `path` (/proc/self/maps).
+bool in_file_mapping(const void* p, const std::string& path) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  const std::string canon = fs::canonical(path).string();
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  while (std::getline(maps, line)) {
+    if (line.size() < canon.size() || line.compare(line.size() - canon.size(), canon.size(), canon) != 0) continue;
+    uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi) == 2 && addr >= lo && addr < hi) return true;
+  }
+  return false;
+}
+
+TEST(OnnxImport, ExternalDataIsReadFromTheModelsFolder) {
+  ExternalModel em;
+  Graph g = import_onnx_file(em.model_path);
+  const Tensor* w = nullptr;
+  for (const Value& v : g.values)
+    if (v.name == "w") w = &*v.constant;
+  ASSERT_NE(w, nullptr);
+  EXPECT_TRUE(in_file_mapping(w->raw(), (em.dir / "weights.bin").string())) << "the aligned tensor was copied";
+  CompileOptions o;
+  o.threads = 1;
+  auto m = CompiledModel::compile(std::move(g), o);
+  Tensor x(DType::f32, {8});
+  for (int i = 0; i < 8; ++i) x.data<float>()[i] = float(i);
+  const Tensor y = m->run({x})[0];
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(y.data<float>()[i], (float(i) + em.a[size_t(i)]) * em.w[size_t(i)]) << i;
+
+  // Given as bytes, the model has no folder to read from.
+  std::ifstream f(em.model_path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(f)), {});
+  expect_error([&] { import_onnx_bytes(bytes); }, {"'a'", "external", "load the model from its file"});
+}
+
+TEST(OnnxImport, ExternalDataOutsideTheFolderOrPastItsFileIsRefused) {
+  {
+    ExternalModel em;  // something to point at outside the folder, and a symlink to it inside
+    std::ofstream(em.dir.parent_path() / "outside.bin", std::ios::binary) << std::string(64, 'x');
+    fs::remove(em.dir / "link.bin");
+    fs::create_symlink(em.dir.parent_path() / "outside.bin", em.dir / "link.bin");
+  }
+  const std::string outside = (fs::path(temp_path("outside.bin"))).string();
+  struct Case {
+    std::string location, offset, length;
+    std::vector<std::string> expect;
+  };
+  const std::vector<Case> cases = {
+      {"../outside.bin", "0", "32", {"'a'", "'..'"}},
+      {outside, "0", "32", {"'a'", "absolute path"}},
+      {"link.bin", "0", "32", {"'a'", "outside the model's folder"}},
+      {"missing.bin", "0", "32", {"'a'", "cannot be opened"}},
+      {"", "0", "32", {"'a'", "no location"}},
+      {".", "0", "32", {"'a'", "outside the model's folder"}},
+      {"weights.bin", "250", "32", {"'a'", "past the end"}},
+      {"weights.bin", "18446744073709551615", "32", {"'a'", "past the end"}},
+      {"weights.bin", "0", "18446744073709551615", {"'a'", "past the end"}},
+      {"weights.bin", "4", "28", {"'a'", "28 bytes of external data, expected 32"}},
+      {"weights.bin", "4x", "32", {"'a'", "offset '4x' is not a number"}},
+      {"weights.bin", "-4", "32", {"'a'", "is not a number"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.location + " @" + c.offset + "+" + c.length);
+    ExternalModel em(c.location, c.offset, c.length);
+    expect_error([&] { import_onnx_file(em.model_path); }, c.expect);
+  }
 }
 
 // --- Input shapes -------------------------------------------------------------------------------

@@ -37,8 +37,8 @@ Tensor scalar_f32(float x) {
 
 class Importer {
  public:
-  Importer(const onnx::ModelProto& m, const std::map<std::string, Shape>& input_shapes)
-      : m_(m), gp_(m.graph()), input_shapes_(input_shapes) {}
+  Importer(const onnx::ModelProto& m, const std::map<std::string, Shape>& input_shapes, ExternalDataDir* external)
+      : m_(m), gp_(m.graph()), input_shapes_(input_shapes), external_(external) {}
 
   Graph run() {
     read_opset();
@@ -48,7 +48,7 @@ class Importer {
     for (const auto& init : gp_.initializer()) {
       Tensor t;
       try {
-        t = tensor_from_onnx(init);
+        t = tensor_from_onnx(init, external_);
       } catch (const Error& e) {
         throw Error("initializer '" + init.name() + "': " + e.what());
       }
@@ -218,7 +218,7 @@ class Importer {
       case A::STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
       case A::TENSOR:
         try {
-          return tensor_from_onnx(a.t());
+          return tensor_from_onnx(a.t(), external_);
         } catch (const Error& e) {
           throw Error("node " + label + ": attribute '" + a.name() + "': " + e.what());
         }
@@ -338,6 +338,7 @@ class Importer {
   const onnx::ModelProto& m_;
   const onnx::GraphProto& gp_;
   const std::map<std::string, Shape>& input_shapes_;
+  ExternalDataDir* external_;  // null: a model given as bytes, which has no folder
   Graph g_;
   int opset_ = 0;
   std::unordered_map<std::string, ValueId> ids_;
@@ -345,8 +346,8 @@ class Importer {
 
 }  // namespace
 
-Graph import_onnx_bytes(const std::string& bytes, const std::map<std::string, Shape>& input_shapes,
-                        const std::string& origin) {
+static Graph import_onnx(const std::string& bytes, const std::map<std::string, Shape>& input_shapes,
+                         const std::string& origin, ExternalDataDir* external) {
   const std::string what = "ONNX model '" + origin + "'";
   if (bytes.empty()) throw Error("cannot parse " + what + ": the file is empty");
   onnx::ModelProto m;
@@ -359,7 +360,7 @@ Graph import_onnx_bytes(const std::string& bytes, const std::map<std::string, Sh
     throw Error("cannot parse " + what + ": not a valid ModelProto (truncated or corrupt): the graph has no " +
                 (m.graph().node_size() == 0 ? "nodes" : "outputs"));
   try {
-    return Importer(m, input_shapes).run();
+    return Importer(m, input_shapes, external).run();
   } catch (const Error& e) {
     throw Error(what + ": " + e.what());
   }
@@ -373,7 +374,13 @@ Graph import_onnx_file(const std::string& path, const std::map<std::string, Shap
   std::ostringstream ss;
   ss << f.rdbuf();
   if (f.bad()) throw Error("cannot read ONNX model '" + path + "': " + std::strerror(errno));
-  return import_onnx_bytes(ss.str(), input_shapes, path);
+  ExternalDataDir external(path);
+  return import_onnx(ss.str(), input_shapes, path, &external);
+}
+
+Graph import_onnx_bytes(const std::string& bytes, const std::map<std::string, Shape>& input_shapes,
+                        const std::string& origin) {
+  return import_onnx(bytes, input_shapes, origin, nullptr);
 }
 
 }  // namespace lowbit

@@ -19,6 +19,8 @@ constexpr int kMaxOnnxOpset = 25;
 
 // `input_shapes` fixes the shapes of graph inputs by name (the CLI's --input-shape); it must name
 // real inputs and match their rank. Throws lowbit::Error naming the file/node and the reason.
+// A model file's external data is read from its folder (ExternalDataDir in onnx_tensor.h); a model
+// given as bytes must keep its tensors inline.
 Graph import_onnx_file(const std::string& path, const std::map<std::string, Shape>& input_shapes = {});
 Graph import_onnx_bytes(const std::string& bytes, const std::map<std::string, Shape>& input_shapes = {},
                         const std::string& origin = "<memory>");

@@ -1,8 +1,16 @@
 #include "lowbit/frontend/onnx/onnx_tensor.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "lowbit/common/error.h"
 
@@ -57,7 +65,78 @@ int raw_elem_bytes(int dt) {
   }
 }
 
+// A decimal u64 and nothing else ("offset" and "length" of external data are strings).
+std::optional<uint64_t> parse_u64(const std::string& s) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
 }  // namespace
+
+ExternalDataDir::ExternalDataDir(const std::string& model_path) : model_path_(model_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path dir = fs::path(model_path).parent_path();
+  if (dir.empty()) dir = ".";
+  base_ = fs::canonical(dir, ec).string();
+  if (ec) base_.clear();  // read() refuses every location
+}
+
+ExternalDataDir::Bytes ExternalDataDir::read(const std::string& location, uint64_t offset,
+                                             std::optional<uint64_t> length) {
+  namespace fs = std::filesystem;
+  const std::string where = "external data '" + location + "'";
+  const fs::path rel(location);
+  if (location.empty()) throw Error("external data has no location");
+  if (rel.is_absolute() || rel.has_root_name() || rel.has_root_directory())
+    throw Error(where + " is an absolute path; lowbit reads external data from the model's folder only");
+  for (const fs::path& part : rel)
+    if (part == "..") throw Error(where + " climbs out of the model's folder with '..'");
+  if (base_.empty()) throw Error(where + ": the folder of '" + model_path_ + "' cannot be resolved");
+  auto it = mapped_.find(location);
+  if (it == mapped_.end()) {
+    std::error_code ec;
+    const fs::path full = fs::canonical(fs::path(base_) / rel, ec);
+    if (ec) throw Error(where + " cannot be opened next to '" + model_path_ + "': " + ec.message());
+    const std::string f = full.string();
+    if (f.size() <= base_.size() || f.compare(0, base_.size(), base_) != 0 || f[base_.size()] != '/')
+      throw Error(where + " resolves to '" + f + "', outside the model's folder '" + base_ + "' (a symlink out)");
+    const int fd = ::open(f.c_str(), O_RDONLY);
+    if (fd < 0) throw Error(where + " cannot be opened: " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw Error(where + " is not a regular file");
+    }
+    Mapped m;
+    m.size = static_cast<size_t>(st.st_size);
+    if (m.size > 0) {
+      void* p = ::mmap(nullptr, m.size, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p == MAP_FAILED) {
+        ::close(fd);
+        throw Error(where + " cannot be mapped: " + std::strerror(errno));
+      }
+      const size_t n = m.size;
+      m.owner = std::shared_ptr<const void>(p, [n](const void* q) { ::munmap(const_cast<void*>(q), n); });
+      m.data = static_cast<const uint8_t*>(p);
+    }
+    ::close(fd);
+    it = mapped_.emplace(location, std::move(m)).first;
+  }
+  const Mapped& m = it->second;
+  // Written so that no sum can wrap: a hostile offset or length near 2^64 is refused, not folded.
+  if (offset > m.size || (length && *length > m.size - offset))
+    throw Error(where + ": " + (length ? std::to_string(*length) + " bytes" : std::string("data")) + " at offset " +
+                std::to_string(offset) + " run past the end of its " + std::to_string(m.size) + "-byte file");
+  Bytes b;
+  b.data = m.data ? m.data + offset : nullptr;
+  b.size = length ? static_cast<size_t>(*length) : m.size - static_cast<size_t>(offset);
+  b.room = m.size - static_cast<size_t>(offset);
+  b.owner = m.owner;
+  return b;
+}
 
 std::optional<DType> dtype_from_onnx(int elem_type) {
   switch (elem_type) {
@@ -81,11 +160,32 @@ std::string onnx_dtype_name(int elem_type) {
   return "type " + std::to_string(elem_type);
 }
 
-Tensor tensor_from_onnx(const TP& t) {
-  if (t.data_location() == TP::EXTERNAL)
-    throw Error(tensor_label(t) + " stores its data in an external file, which lowbit does not read; "
-                "re-save the model with all tensors inline (onnx.save(model, path, save_as_external_data=False))");
+Tensor tensor_from_onnx(const TP& t, ExternalDataDir* external) {
   if (t.has_segment()) throw Error(tensor_label(t) + " is segmented, which lowbit does not support");
+  // External data: the bytes raw_data would hold, in a file beside the model.
+  std::optional<ExternalDataDir::Bytes> ext;
+  if (t.data_location() == TP::EXTERNAL) {
+    if (!external)
+      throw Error(tensor_label(t) + " stores its data in an external file, and a model given as bytes has no folder "
+                  "to read it from; load the model from its file");
+    std::string location;
+    uint64_t offset = 0;
+    std::optional<uint64_t> length;
+    for (const auto& kv : t.external_data()) {
+      if (kv.key() == "location") {
+        location = kv.value();
+      } else if (kv.key() == "offset" || kv.key() == "length") {
+        auto v = parse_u64(kv.value());
+        if (!v) throw Error(tensor_label(t) + ": external data " + kv.key() + " '" + kv.value() + "' is not a number");
+        (kv.key() == "offset" ? offset : length.emplace()) = *v;
+      }  // "checksum" (SHA-1, optional) is not verified; other keys are ignored, as ONNX does
+    }
+    try {
+      ext = external->read(location, offset, length);
+    } catch (const Error& e) {
+      throw Error(tensor_label(t) + ": " + e.what());
+    }
+  }
 
   const int dt = t.data_type();
   DType out;
@@ -102,30 +202,42 @@ Tensor tensor_from_onnx(const TP& t) {
     if (d < 0) throw Error(tensor_label(t) + " has a negative dimension " + std::to_string(d));
     shape.push_back(d);
   }
+  const bool has_raw = ext || t.has_raw_data();
+  const std::string_view raw = ext ? std::string_view(reinterpret_cast<const char*>(ext->data), ext->size)
+                                   : std::string_view(t.raw_data());
+  // Stored exactly as lowbit holds it, aligned, and with a vector's over-read inside the mapping:
+  // the constant is the mapping (a multi-GB model is not copied).
+  if (const auto exact = dtype_from_onnx(dt); ext && exact && !is_subbyte(*exact)) {
+    const int64_t n = checked_num_elements(shape);
+    if (tensor_fits(out, n) && static_cast<uint64_t>(storage_bytes(out, n)) == raw.size() &&
+        reinterpret_cast<uintptr_t>(raw.data()) % 64 == 0 && raw.size() + 64 <= ext->room)
+      return Tensor::wrap(out, shape, raw.data(), ext->owner);
+  }
   Tensor r(out, shape);
   const int64_t n = r.numel();
 
   if (is_subbyte(out)) {
     // Packed two (4-bit) or four (2-bit) per byte, element 0 in the lowest bits: lowbit's own
     // i4 / u4 / i2 / u2 storage.
-    if (!t.has_raw_data())
+    if (!has_raw)
       throw Error(tensor_label(t) + " (" + onnx_dtype_name(dt) + ") keeps its values in int32_data; lowbit reads " +
                   std::to_string(bit_width(out)) + "-bit tensors from raw_data only");
     const int64_t want = r.nbytes();
-    if (static_cast<int64_t>(t.raw_data().size()) != want)
+    if (static_cast<int64_t>(raw.size()) != want)
       throw Error(tensor_label(t) + " (" + onnx_dtype_name(dt) + ", shape " + shape_str(shape) + ") has " +
-                  std::to_string(t.raw_data().size()) + " bytes of raw_data, expected " + std::to_string(want));
-    if (want) std::memcpy(r.raw(), t.raw_data().data(), static_cast<size_t>(want));
+                  std::to_string(raw.size()) + " bytes of " + (ext ? "external data" : "raw_data") + ", expected " +
+                  std::to_string(want));
+    if (want) std::memcpy(r.raw(), raw.data(), static_cast<size_t>(want));
     const int64_t used_bits = n * bit_width(out) % 8;  // the unused high bits of a partial tail byte
     if (used_bits) r.data<uint8_t>()[want - 1] &= static_cast<uint8_t>((1u << used_bits) - 1u);
     return r;
   }
-  if (t.has_raw_data()) {
-    const std::string& raw = t.raw_data();
+  if (has_raw) {
     const int64_t want = n * raw_elem_bytes(dt);
     if (static_cast<int64_t>(raw.size()) != want)
       throw Error(tensor_label(t) + " (" + onnx_dtype_name(dt) + ", shape " + shape_str(shape) + ") has " +
-                  std::to_string(raw.size()) + " bytes of raw_data, expected " + std::to_string(want));
+                  std::to_string(raw.size()) + " bytes of " + (ext ? "external data" : "raw_data") + ", expected " +
+                  std::to_string(want));
     const char* p = raw.data();
     switch (dt) {
       case TP::DOUBLE:

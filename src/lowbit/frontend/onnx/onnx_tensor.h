@@ -3,6 +3,8 @@
 // read serialized .pb tensors without pulling in graph import.
 #include <onnx/onnx_pb.h>
 
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -24,10 +26,40 @@ std::optional<DType> dtype_from_onnx(int elem_type);
 // "FLOAT", "DOUBLE", ... (or "type <n>" for values this ONNX version does not name).
 std::string onnx_dtype_name(int elem_type);
 
-// Converts a TensorProto (raw_data or typed fields). DOUBLE, FLOAT16 and BFLOAT16 are narrowed /
-// widened to f32; strings, other integer widths and external data throw lowbit::Error naming the
-// tensor.
-Tensor tensor_from_onnx(const onnx::TensorProto& t);
+// External tensor data (onnx.save(..., save_as_external_data=True), needed above protobuf's 2 GB
+// and written by ONNX Runtime's tools): the files a model's tensors point into, read from the
+// model's own folder only. A location that is absolute, climbs out with "..", or resolves outside
+// the folder through a symlink is refused; so is a range past the end of its file. Each file is
+// mapped once; tensors whose stored type is lowbit's own and whose bytes are 64-byte aligned in the
+// mapping wrap it (no copy), the rest are converted or copied out of it.
+class ExternalDataDir {
+ public:
+  explicit ExternalDataDir(const std::string& model_path);
+  struct Bytes {
+    const uint8_t* data = nullptr;
+    size_t size = 0;
+    size_t room = 0;                    // mapped bytes from `data` to the end of the file
+    std::shared_ptr<const void> owner;  // keeps the mapping alive
+  };
+  // [offset, offset + length) of `location`; no length: to the end of the file.
+  Bytes read(const std::string& location, uint64_t offset, std::optional<uint64_t> length);
+
+ private:
+  struct Mapped {
+    std::shared_ptr<const void> owner;
+    const uint8_t* data = nullptr;
+    size_t size = 0;
+  };
+  std::string model_path_;
+  std::string base_;  // the model's folder, canonical
+  std::map<std::string, Mapped> mapped_;
+};
+
+// Converts a TensorProto (raw_data, typed fields, or external data read through `external`).
+// DOUBLE, FLOAT16 and BFLOAT16 are narrowed / widened to f32; strings, other integer widths, and
+// external data without `external` (a model given as bytes has no folder) throw lowbit::Error
+// naming the tensor.
+Tensor tensor_from_onnx(const onnx::TensorProto& t, ExternalDataDir* external = nullptr);
 
 // Reads a file holding one serialized TensorProto (the ONNX test-data input_N.pb format).
 // `name_out`, when given, receives the tensor's name.
