@@ -3,7 +3,9 @@
 // GlobalAveragePool rounding and the dispatch rows.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -83,6 +85,22 @@ Built build_pool(const std::string& op, const PoolCase& c, bool include_pad = fa
 }
 Built build_maxpool(const PoolCase& c) { return build_pool("MaxPool", c); }
 Built build_avgpool(const PoolCase& c, bool include_pad) { return build_pool("AveragePool", c, include_pad); }
+
+// GlobalAveragePool's output parameters, against the input's 0.05 / 17: the same, a narrower range
+// (as calibration gives a mean), a wider one, zero points at both ends, u4 codes in u8 storage.
+struct OutQuant {
+  float scale;
+  int32_t zp;
+  std::optional<DType> code;
+  std::string str() const {
+    return std::to_string(scale) + "/" + std::to_string(zp) + (code ? std::string(" ") + dtype_name(*code) : "");
+  }
+  void apply(Graph& g) const { g.value(g.nodes[0].outputs[0]).quant = QuantParams{{scale}, {zp}, -1, code}; }
+};
+std::vector<OutQuant> gap_out_quants() {
+  return {{0.05f, 17, std::nullopt}, {0.05f / 7, 0, std::nullopt},  {0.05f / 36, 128, std::nullopt},
+          {0.15f, 255, std::nullopt}, {0.05f / 3, 2, DType::u4}};
+}
 
 Tensor run_reference(const Built& b) {
   const Node& n = b.g.nodes[0];
@@ -271,17 +289,66 @@ TEST(Qu8Pool, GlobalAveragePoolMatchesReference) {
                                     {1, 130, 7, 7},
                                     {1, 4, 56, 56},
                                     {1, 2, 130, 131}})
-    for (Fill f : {Fill::random, Fill::max, Fill::zeros, Fill::sparse}) {
-      Built b = build("GlobalAveragePool", s, {}, f, seed++);
-      Target t = parse_target("x86-64+avx2+fma");
-      ASSERT_EQ(check_global_avgpool_u8(NodeContext{b.g, b.g.nodes[0], t, 1}), "") << shape_str(s);
-      expect_exact(b, create_global_avgpool, shape_str(s) + " fill " + std::to_string(static_cast<int>(f)));
-    }
+    for (Fill f : {Fill::random, Fill::max, Fill::zeros, Fill::sparse})
+      for (const OutQuant& oq : gap_out_quants()) {
+        Built b = build("GlobalAveragePool", s, {}, f, seed++);
+        oq.apply(b.g);
+        Target t = parse_target("x86-64+avx2+fma");
+        ASSERT_EQ(check_global_avgpool_u8(NodeContext{b.g, b.g.nodes[0], t, 1}), "") << shape_str(s);
+        expect_exact(b, create_global_avgpool,
+                     shape_str(s) + " fill " + std::to_string(static_cast<int>(f)) + " out " + oq.str());
+      }
+}
+
+// The u8 reference against the fp32 mean of the dequantized input, requantized: within half an
+// output step (plus the clamp to the output's codes).
+TEST(Qu8Pool, GlobalAveragePoolReferenceIsTheRealMeanRequantized) {
+  uint32_t seed = 300;
+  for (Shape s : std::vector<Shape>{{1, 3, 1, 2}, {1, 7, 7, 7}, {1, 4, 56, 56}})
+    for (Fill f : {Fill::random, Fill::sparse, Fill::max})
+      for (const OutQuant& oq : gap_out_quants()) {
+        Built b = build("GlobalAveragePool", s, {}, f, seed++);
+        oq.apply(b.g);
+        const Tensor q = run_reference(b);
+        const Value& vy = b.g.value(b.g.nodes[0].outputs[0]);
+        const CodeRange r = code_range(vy);
+        const int64_t n = s[2] * s[3];
+        for (int64_t c = 0; c < s[1]; ++c) {
+          double mean = 0;
+          for (int64_t i = 0; i < n; ++i) mean += 0.05 * (double(b.x.data<uint8_t>()[c * n + i]) - 17.0);
+          mean /= double(n);
+          const double want = std::clamp(mean / vy.quant->scale[0] + vy.quant->zero_point[0], double(r.lo), double(r.hi));
+          ASSERT_NEAR(double(q.data<uint8_t>()[c]), want, 0.5 + 1e-6) << shape_str(s) << " out " << oq.str() << " c " << c;
+        }
+      }
+}
+
+TEST(Qu8Pool, GlobalAveragePoolRequantizesByHand) {
+  // x: scale 0.1, zp 10; y: scale 0.02, zp 5. Plane {10, 30}: codes' mean 20, real 1.0, y code
+  // 1.0 / 0.02 + 5 = 55. Plane {255, 255}: real 24.5, past y's last code: 255. Plane {0, 0}: real
+  // -1.0, code -45: 0. As u4 codes (zp 5) the same three clamp to 15, 15, 0.
+  for (bool u4 : {false, true}) {
+    Built b = build("GlobalAveragePool", {1, 3, 1, 2}, {}, Fill::zeros, 1);
+    b.g.value(b.g.nodes[0].inputs[0]).quant = QuantParams{{0.1f}, {10}, -1};
+    b.g.value(b.g.nodes[0].outputs[0]).quant =
+        QuantParams{{0.02f}, {5}, -1, u4 ? std::optional<DType>(DType::u4) : std::nullopt};
+    const uint8_t xs[6] = {10, 30, 255, 255, 0, 0};
+    std::memcpy(b.x.data<uint8_t>(), xs, 6);
+    const Tensor ref = run_reference(b);
+    EXPECT_EQ(std::vector<int>(ref.data<uint8_t>(), ref.data<uint8_t>() + 3),
+              u4 ? std::vector<int>({15, 15, 0}) : std::vector<int>({55, 255, 0}));
+#if defined(__x86_64__)
+    if (!host_target().has(Feature::avx2)) continue;
+#endif
+    expect_exact(b, create_global_avgpool, u4 ? "by hand u4" : "by hand");
+  }
 }
 
 TEST(Qu8Pool, GlobalAveragePoolRoundsHalfToEven) {
-  // Planes of two values: means 0.5, 1.5, 2.5, 254.5 round to 0, 2, 2, 254 (nearbyintf).
+  // Planes of two values, zero points 0 and one scale: means 0.5, 1.5, 2.5, 254.5 round to 0, 2, 2,
+  // 254 (nearbyint).
   Built b = build("GlobalAveragePool", {1, 4, 1, 2}, {}, Fill::zeros, 1);
+  for (ValueId v : {b.g.nodes[0].inputs[0], b.g.nodes[0].outputs[0]}) b.g.value(v).quant->zero_point = {0};
   const uint8_t xs[8] = {0, 1, 1, 2, 2, 3, 254, 255};
   std::memcpy(b.x.data<uint8_t>(), xs, 8);
   const Tensor ref = run_reference(b);

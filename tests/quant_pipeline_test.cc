@@ -58,6 +58,19 @@ TEST(Quantize, Resnet18Int8TracksFp32OnUnseenInputs) {
   EXPECT_EQ(count_ops(b.model->graph(), "Conv"), 0);
   EXPECT_EQ(count_ops(b.model->graph(), "QConv"), 20);
   EXPECT_EQ(count_ops(b.model->graph(), "QGemm"), 1);
+  // The final GlobalAveragePool runs on its u8 codes and requantizes to a range of its own, narrower
+  // than its input's (the mean of a ReLU map spans a fraction of it).
+  int gaps = 0;
+  for (const Node& n : b.model->graph().nodes) {
+    if (n.op != "GlobalAveragePool") continue;
+    ++gaps;
+    const Value& x = b.model->graph().value(n.inputs[0]);
+    const Value& y = b.model->graph().value(n.outputs[0]);
+    ASSERT_EQ(x.dtype, DType::u8);
+    ASSERT_TRUE(x.quant && y.quant);
+    EXPECT_LT(y.quant->scale[0], x.quant->scale[0]);  // 1.7x narrower here
+  }
+  EXPECT_EQ(gaps, 1);
   for (uint64_t seed = 900; seed < 903; ++seed) {  // calibration used seeds 1000..1003
     auto in = synthetic_inputs(fp32->graph(), seed);
     EXPECT_GT(cosine(fp32->run(in)[0], b.model->run(in)[0]), 0.99) << "seed " << seed;

@@ -124,7 +124,16 @@ class AvgPoolU8 final : public Kernel {
 
 class GlobalAvgPoolU8 final : public Kernel {
  public:
-  explicit GlobalAvgPoolU8(const Qu8PoolKernels& ks) : ks_(ks) {}
+  GlobalAvgPoolU8(const NodeContext& ctx, const Qu8PoolKernels& ks) : ks_(ks) {
+    // The reference's arithmetic (kernels/reference/pool.cc): the ratio in double, once.
+    const auto& qx = ctx.in(0).quant;
+    const auto& qy = ctx.out(0).quant;
+    const double sx = qx ? qx->scale[0] : 1.0, sy = qy ? qy->scale[0] : 1.0;
+    const Shape& s = ctx.in(0).shape;
+    const CodeRange r = code_range(ctx.out(0));
+    rq_ = {sx / (sy * static_cast<double>(s[2] * s[3])), qx ? qx->zero_point[0] : 0, qy ? qy->zero_point[0] : 0, r.lo,
+           r.hi};
+  }
   void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
     const Shape& s = in[0].shape;
     const int64_t planes = s[0] * s[1], n = s[2] * s[3], chunk = 64;
@@ -132,12 +141,13 @@ class GlobalAvgPoolU8 final : public Kernel {
     uint8_t* y = out[0].as<uint8_t>();
     pool.parallel_for(ops::ceil_div(planes, chunk), [&](int64_t t, int) {
       const int64_t c0 = t * chunk, c1 = std::min(planes, c0 + chunk);
-      ks_.global_avgpool(x + c0 * n, static_cast<size_t>(n), static_cast<size_t>(c1 - c0), y + c0);
+      ks_.global_avgpool(x + c0 * n, static_cast<size_t>(n), static_cast<size_t>(c1 - c0), rq_, y + c0);
     });
   }
 
  private:
   Qu8PoolKernels ks_;
+  Qu8MeanRequant rq_{};
 };
 
 #if defined(__x86_64__)
@@ -149,7 +159,8 @@ constexpr Qu8PoolKernels kNeon = {qu8_pool_phase_row__neon, qu8_maxpool2d_chw__n
                                   qu8_avgpool2d_chw__neon};
 #endif
 
-// Both ops pass the input's quantization through: a different output scale would need a requantization.
+// MaxPool and AveragePool pass the input's quantization through: a different output scale would
+// need a requantization.
 std::string check_u8_passthrough(const NodeContext& ctx) {
   if (std::string r = qops::need_dtype(ctx, 0, "input", DType::u8); !r.empty()) return r;
   if (std::string r = ops::need_rank4(ctx); !r.empty()) return r;
@@ -203,16 +214,27 @@ std::unique_ptr<Kernel> create_avgpool2d_u8_neon(const NodeContext& ctx) {
 }
 #endif
 
-std::string check_global_avgpool_u8(const NodeContext& ctx) { return check_u8_passthrough(ctx); }
+// GlobalAveragePool requantizes (its output has parameters of its own): per-tensor on both sides.
+std::string check_global_avgpool_u8(const NodeContext& ctx) {
+  if (std::string r = qops::need_dtype(ctx, 0, "input", DType::u8); !r.empty()) return r;
+  if (std::string r = ops::need_rank4(ctx); !r.empty()) return r;
+  if (ctx.out(0).dtype != DType::u8) return std::string("output dtype ") + dtype_name(ctx.out(0).dtype) + ", needs u8";
+  for (const Value* v : {&ctx.in(0), &ctx.out(0)})
+    if (v->quant && (v->quant->scale.size() != 1 || v->quant->zero_point.size() != 1))
+      return "needs per-tensor quantization of '" + v->name + "'";
+  if (ctx.in(0).quant.has_value() != ctx.out(0).quant.has_value())
+    return "input and output must both be quantized or both be raw codes";
+  return "";
+}
 
 #if defined(__x86_64__)
-std::unique_ptr<Kernel> create_global_avgpool_u8_avx2(const NodeContext&) {
-  return std::make_unique<GlobalAvgPoolU8>(kAvx2);
+std::unique_ptr<Kernel> create_global_avgpool_u8_avx2(const NodeContext& ctx) {
+  return std::make_unique<GlobalAvgPoolU8>(ctx, kAvx2);
 }
 #endif
 #if defined(__aarch64__)
-std::unique_ptr<Kernel> create_global_avgpool_u8_neon(const NodeContext&) {
-  return std::make_unique<GlobalAvgPoolU8>(kNeon);
+std::unique_ptr<Kernel> create_global_avgpool_u8_neon(const NodeContext& ctx) {
+  return std::make_unique<GlobalAvgPoolU8>(ctx, kNeon);
 }
 #endif
 

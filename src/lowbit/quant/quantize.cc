@@ -286,7 +286,9 @@ class Rewriter {
     if (n.op == "Add" && n.inputs.size() == 2) return quantize_add(n);
     if (n.op == "Mul" && n.inputs.size() == 2) return quantize_mul(n);
     if (elementwise_map(n.op)) return quantize_lut(n, x, y);
-    // Ops that move, select or average codes keep the input's scale: no requantization needed.
+    // Ops that move, select or average codes keep the input's scale: no requantization needed;
+    // except GlobalAveragePool, whose mean spans a fraction of its input's range (7-36x narrower in
+    // squeeze-excite blocks, #11): it requantizes to its own calibrated range (kernels/qu8-pool).
     bool passthrough = quant_passthrough(n.op) != QuantPassthrough::no;
     if (!passthrough || !is_u8(x) || n.outputs.size() != 1) return false;
     for (size_t i = 1; i < n.inputs.size(); ++i)
@@ -294,6 +296,7 @@ class Rewriter {
     std::vector<ValueId> in{u8_[static_cast<size_t>(x)]};
     for (size_t i = 1; i < n.inputs.size(); ++i) in.push_back(n.inputs[i] == kNoValue ? kNoValue : f32(n.inputs[i]));
     QuantParams qp = *q_.value(in[0]).quant;
+    if (n.op == "GlobalAveragePool" && has_range(y)) qp = act_params(y);
     q_.add_node(n.op, n.name, in, {new_u8(y, qp)}, n.attrs);
     return true;
   }

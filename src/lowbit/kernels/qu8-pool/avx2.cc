@@ -1,6 +1,6 @@
 // AVX2 u8 pooling: MaxPool takes vpmaxub over 32 output pixels per step (the phase layout makes
 // every tap a contiguous load); GlobalAveragePool sums with vpsadbw (8 bytes -> one u64 lane,
-// exact) and rounds like the reference.
+// exact) and requantizes like the reference (qu8_mean_requant).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -81,7 +81,7 @@ void qu8_maxpool2d_chw__avx2(const uint8_t* x, const Qu8PoolGeometry& g, uint8_t
   }
 }
 
-void qu8_global_avgpool__avx2(const uint8_t* x, size_t n, size_t channels, uint8_t* y) {
+void qu8_global_avgpool__avx2(const uint8_t* x, size_t n, size_t channels, const Qu8MeanRequant& r, uint8_t* y) {
   const __m256i zero = _mm256_setzero_si256();
   for (size_t c = 0; c < channels; ++c, x += n) {
     __m256i s0 = zero, s1 = zero;
@@ -104,9 +104,7 @@ void qu8_global_avgpool__avx2(const uint8_t* x, size_t n, size_t channels, uint8
     const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
     int64_t sum = _mm_cvtsi128_si64(_mm_add_epi64(h, _mm_unpackhi_epi64(h, h)));
     for (; i < n; ++i) sum += x[i];
-    // The contract's rounding: float(sum) / float(HW), to nearest even (the mean is in [0, 255]).
-    const float q = std::nearbyintf(static_cast<float>(sum) / static_cast<float>(n));
-    y[c] = static_cast<uint8_t>(std::clamp(static_cast<int>(q), 0, 255));
+    y[c] = qu8_mean_requant(sum, n, r);
   }
 }
 

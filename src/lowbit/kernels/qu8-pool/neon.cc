@@ -1,6 +1,6 @@
 // AArch64 Advanced SIMD u8 pooling (contracts in qu8_pool.h, as the AVX2 kernels): MaxPool takes
 // umax over 16 output pixels per step (the phase layout makes every tap a contiguous load);
-// GlobalAveragePool sums with uaddlp / uadalp (exact) and rounds like the reference.
+// GlobalAveragePool sums with uaddlp / uadalp (exact) and requantizes like the reference.
 #include <arm_neon.h>
 
 #include <algorithm>
@@ -67,7 +67,7 @@ void qu8_maxpool2d_chw__neon(const uint8_t* x, const Qu8PoolGeometry& g, uint8_t
   }
 }
 
-void qu8_global_avgpool__neon(const uint8_t* x, size_t n, size_t channels, uint8_t* y) {
+void qu8_global_avgpool__neon(const uint8_t* x, size_t n, size_t channels, const Qu8MeanRequant& r, uint8_t* y) {
   for (size_t c = 0; c < channels; ++c, x += n) {
     uint32x4_t s0 = vdupq_n_u32(0), s1 = s0;
     size_t i = 0;
@@ -81,9 +81,7 @@ void qu8_global_avgpool__neon(const uint8_t* x, size_t n, size_t channels, uint8
     }
     uint64_t sum = vaddlvq_u32(vaddq_u32(s0, s1));
     for (; i < n; ++i) sum += x[i];
-    // The contract's rounding: float(sum) / float(HW), to nearest even (the mean is in [0, 255]).
-    const float q = std::nearbyintf(static_cast<float>(sum) / static_cast<float>(n));
-    y[c] = static_cast<uint8_t>(std::clamp(static_cast<int>(q), 0, 255));
+    y[c] = qu8_mean_requant(static_cast<int64_t>(sum), n, r);
   }
 }
 

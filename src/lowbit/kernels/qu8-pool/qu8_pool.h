@@ -1,11 +1,13 @@
 #pragma once
-// u8 pooling of CHW planes (quantized activations keep their scale through pooling, so these
-// move and select bytes; notes/quant_ir.md).
+// u8 pooling of CHW planes (MaxPool and AveragePool keep their input's scale, so these move,
+// select and average bytes; GlobalAveragePool requantizes to its output's own; notes/quant_ir.md).
 //
 // MaxPool reads a plane that the driver padded with 0 and split into SW column phases, so that
 // every tap of an output row reads consecutive bytes whatever the stride: padded column c of
 // padded row r lives at x[(r * SW + c % SW) * ld_phase + c / SW]. 0 is the smallest u8, so the
 // padding never wins a window, exactly as the reference, which skips padded taps.
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -25,8 +27,25 @@ void qu8_pool_phase_row__avx2(const uint8_t* src, size_t W, size_t pad_left, siz
 // y[oh][ow] = max over kh, kw of padded[oh * SH + kh * DH][ow * SW + kw * DW].
 void qu8_maxpool2d_chw__avx2(const uint8_t* x, const Qu8PoolGeometry& g, uint8_t* y);
 
-// y[c] = int(nearbyintf(float(sum of x[c * n .. c * n + n)) / float(n))) for c < channels.
-void qu8_global_avgpool__avx2(const uint8_t* x, size_t n, size_t channels, uint8_t* y);
+// GlobalAveragePool to the output's own quantization. An average spans a fraction of its input's
+// range (the final pool of a ReLU network, or a squeeze-excite's: 7-36x narrower than their
+// inputs' calibrated ranges, #11), so keeping the input's scale wasted most of the output codes.
+// y = clamp(zp_y + nearbyint(double(sum - n * zp_x) * multiplier), lo, hi) with multiplier =
+// s_x / (s_y * n) computed once in double; the sum is exact and the same double arithmetic runs on
+// every ISA, so every kernel gives the reference's bytes.
+struct Qu8MeanRequant {
+  double multiplier;
+  int64_t zp_x, zp_y;
+  int32_t lo, hi;  // the output's code range (u4 / u2 codes in u8 storage stop at 15 / 3)
+};
+inline uint8_t qu8_mean_requant(int64_t sum, size_t n, const Qu8MeanRequant& r) {
+  const double q = std::nearbyint(static_cast<double>(sum - static_cast<int64_t>(n) * r.zp_x) * r.multiplier) +
+                   static_cast<double>(r.zp_y);
+  return static_cast<uint8_t>(std::clamp(q, static_cast<double>(r.lo), static_cast<double>(r.hi)));
+}
+
+// y[c] = qu8_mean_requant(sum of x[c * n .. c * n + n), n, r) for c < channels.
+void qu8_global_avgpool__avx2(const uint8_t* x, size_t n, size_t channels, const Qu8MeanRequant& r, uint8_t* y);
 
 // AveragePool of one CHW plane, straight from the input (no padded copy: on Bi-Real / ResNet-D
 // shortcuts' 2x2 / 2 pools of 14x14 planes, a copy and phase split per plane cost 5x the fp32
@@ -53,14 +72,14 @@ void qu8_avgpool2d_chw__avx2(const uint8_t* x, const Qu8AvgGeometry& g, uint32_t
 void qu8_pool_phase_row__neon(const uint8_t* src, size_t W, size_t pad_left, size_t SW, size_t ld_phase,
                               uint8_t* dst);
 void qu8_maxpool2d_chw__neon(const uint8_t* x, const Qu8PoolGeometry& g, uint8_t* y);
-void qu8_global_avgpool__neon(const uint8_t* x, size_t n, size_t channels, uint8_t* y);
+void qu8_global_avgpool__neon(const uint8_t* x, size_t n, size_t channels, const Qu8MeanRequant& r, uint8_t* y);
 void qu8_avgpool2d_chw__neon(const uint8_t* x, const Qu8AvgGeometry& g, uint32_t* scratch, uint8_t* y);
 
 // One ISA's pooling functions, for the drivers (operators/pool2d_u8.cc).
 struct Qu8PoolKernels {
   void (*phase_row)(const uint8_t* src, size_t W, size_t pad_left, size_t SW, size_t ld_phase, uint8_t* dst);
   void (*maxpool)(const uint8_t* x, const Qu8PoolGeometry& g, uint8_t* y);
-  void (*global_avgpool)(const uint8_t* x, size_t n, size_t channels, uint8_t* y);
+  void (*global_avgpool)(const uint8_t* x, size_t n, size_t channels, const Qu8MeanRequant& r, uint8_t* y);
   void (*avgpool)(const uint8_t* x, const Qu8AvgGeometry& g, uint32_t* scratch, uint8_t* y);
 };
 

@@ -207,16 +207,35 @@ void average_pool(const Graph& g, const Node& n, std::span<const TensorView> in,
   average_pool_t<uint8_t>(p, in[0], out[0], q->zero_point[0]);
 }
 
-// u8 GlobalAveragePool keeps the input's quantization: q = int(nearbyintf(float(sum_q) / float(HW)))
-// (notes/quant_ir.md; the fast kernel in kernels/qu8-pool matches it byte for byte).
-void global_average_pool_u8(const TensorView& x, int64_t planes, int64_t inner, const TensorView& y) {
+// u8 GlobalAveragePool requantizes to its output's own parameters (an average spans a fraction of
+// its input's range): the real mean s_x * (sum_q / n - zp_x) in codes of s_y, zp_y is
+// q = zp_y + nearbyint(double(sum_q - n * zp_x) * (s_x / (s_y * n))), the ratio in double, rounded
+// half to even and clamped to the output's code range (notes/quant_ir.md; the fast kernels in
+// kernels/qu8-pool match it byte for byte). A side without parameters reads as scale 1, zp 0.
+void global_average_pool_u8(const Graph& g, const Node& n, const TensorView& x, int64_t planes, int64_t inner,
+                            const TensorView& y) {
+  const Value& vx = g.value(n.inputs[0]);
+  const Value& vy = g.value(n.outputs[0]);
+  auto per_tensor = [&](const Value& v, double& scale, int64_t& zp) {
+    scale = 1.0, zp = 0;
+    if (!v.quant) return;
+    if (v.quant->scale.size() != 1 || v.quant->zero_point.size() != 1)
+      fail(n, "u8 GlobalAveragePool needs per-tensor quantization of '" + v.name + "'");
+    scale = v.quant->scale[0], zp = v.quant->zero_point[0];
+  };
+  double sx, sy;
+  int64_t zx, zy;
+  per_tensor(vx, sx, zx);
+  per_tensor(vy, sy, zy);
+  const double ratio = sx / (sy * static_cast<double>(inner));
+  const CodeRange r = code_range(vy);
   const uint8_t* xp = x.as<uint8_t>();
   uint8_t* yp = y.as<uint8_t>();
   for (int64_t plane = 0; plane < planes; ++plane) {
     int64_t sum = 0;
     for (int64_t i = 0; i < inner; ++i) sum += xp[plane * inner + i];
-    const float q = std::nearbyintf(static_cast<float>(sum) / static_cast<float>(inner));
-    yp[plane] = static_cast<uint8_t>(std::clamp(static_cast<int>(q), 0, 255));
+    const double q = static_cast<double>(zy) + std::nearbyint(static_cast<double>(sum - inner * zx) * ratio);
+    yp[plane] = static_cast<uint8_t>(std::clamp(q, static_cast<double>(r.lo), static_cast<double>(r.hi)));
   }
 }
 
@@ -226,7 +245,7 @@ void global_pool(const Graph& g, const Node& n, std::span<const TensorView> in, 
   if (s.size() < 2) fail(n, "global pooling expects rank >= 2");
   int64_t inner = 1;
   for (size_t i = 2; i < s.size(); ++i) inner *= s[i];
-  if (!kMax && in[0].dtype == DType::u8) return global_average_pool_u8(in[0], s[0] * s[1], inner, out[0]);
+  if (!kMax && in[0].dtype == DType::u8) return global_average_pool_u8(g, n, in[0], s[0] * s[1], inner, out[0]);
   if (in[0].dtype != DType::f32) fail(n, "reference global pooling expects f32");
   const float* x = in[0].as<float>();
   float* y = out[0].as<float>();
