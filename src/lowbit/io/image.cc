@@ -53,6 +53,13 @@ bool is_image_file(const std::string& path) {
 
 Image load_image(const std::string& path) {
   int w = 0, h = 0, channels = 0;
+  // The header first: a JPEG declaring 20000 x 20000 made stb_image allocate 1.2 GB of component
+  // planes before reading a byte of its data.
+  if (!stbi_info(path.c_str(), &w, &h, &channels))
+    throw Error("cannot load image '" + path + "': " + stbi_failure_reason());
+  if (static_cast<int64_t>(w) * h > kMaxImagePixels)
+    throw Error("image '" + path + "' declares " + std::to_string(w) + "x" + std::to_string(h) + " pixels, more than the " +
+                std::to_string(kMaxImagePixels) + " (8192 x 8192) lowbit decodes");
   stbi_uc* px = stbi_load(path.c_str(), &w, &h, &channels, 3);
   if (!px) throw Error("cannot load image '" + path + "': " + stbi_failure_reason());
   Image img;

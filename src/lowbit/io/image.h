@@ -30,7 +30,11 @@ struct Image {
 
 // .png, .jpg, .jpeg (any case).
 bool is_image_file(const std::string& path);
-// Throws lowbit::Error naming the file and the decoder's reason.
+// Most pixels one image may declare: 2^26 (8192 x 8192, 192 MiB as RGB bytes), far past any CNN
+// input; a header claiming more is refused before the decoder allocates for it.
+inline constexpr int64_t kMaxImagePixels = int64_t{1} << 26;
+// Decodes a PNG or JPEG to 8-bit RGB; throws lowbit::Error naming the file (unreadable, corrupt,
+// or over kMaxImagePixels).
 Image load_image(const std::string& path);
 // `shape` is the model input's: [1, C, H, W] with C = 3 (RGB) or 1 (luma, normalised with mean[0]/std[0]).
 // In pad mode the padding is 0 after normalisation, as PaddleOCR pads.
