@@ -119,6 +119,21 @@ uint64_t header_u64(const Bytes& b, size_t at) {
   return v;
 }
 
+// The artifact `b` with its metadata JSON replaced by `meta` (any length): the data section moves
+// to the next 64-byte boundary as the writer places it, and the checksum is recomputed.
+Bytes with_meta(const Bytes& b, const std::string& meta) {
+  const uint64_t data_at = header_u64(b, 32);
+  Bytes out = b.substr(0, 64) + meta;
+  out.resize((out.size() + 63) / 64 * 64, '\0');
+  const uint64_t meta_size = meta.size(), new_data_at = out.size();
+  out += b.substr(data_at);
+  std::memcpy(out.data() + 24, &meta_size, 8);
+  std::memcpy(out.data() + 32, &new_data_at, 8);
+  reseal(out);
+  return out;
+}
+Bytes meta_of(const Bytes& b) { return b.substr(64, header_u64(b, 24)); }
+
 struct Saved {
   std::string what;
   Bytes bytes;
@@ -332,6 +347,31 @@ TEST(Artifact, ForgedGraphsNameWhatIsWrong) {
     const size_t end = s.bytes.find(']', at);
     EXPECT_THAT(forge(s.bytes.substr(at - 11, end - at + 11), "\"outputs\":[0"), HasSubstr("already defined"));
   }
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string meta = meta_of(s.bytes);
+    const size_t at = meta.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at == std::string::npos) return std::string();
+    meta.replace(at, from.size(), to);
+    return try_artifact(path, with_meta(s.bytes, meta), s.inputs);
+  };
+  // The helper itself: an unchanged graph in a moved data section still runs.
+  EXPECT_EQ(edited("\"metadata\":{", "\"metadata\":{\"note\":\"moved\","), "");
+  // A graph input or output that is "no value" (a node's optional slot may be; a graph's may not).
+  // The graph's keys come first and sorted: its "inputs" is the first in the text.
+  {
+    const std::string meta = meta_of(s.bytes);
+    const size_t at = meta.find("\"inputs\":[");
+    const std::string first = meta.substr(at, meta.find(']', at) + 1 - at);
+    EXPECT_THAT(edited(first, "\"inputs\":[-1]"), HasSubstr("value id -1 out of range"));
+  }
+  // Nesting deep enough to overflow a recursive walk of the JSON (the parser keeps it on the heap,
+  // dump() does not): refused while parsing.
+  EXPECT_THAT(edited("\"metadata\":{", "\"metadata\":{\"deep\":" + std::string(200000, '[') +
+                                             std::string(200000, ']') + ","),
+              HasSubstr("nested deeper than 64 levels"));
+  // A number that is not an exact non-negative integer where one must be.
+  EXPECT_THAT(edited("\"offset\":0", "\"offset\":1e300"), HasSubstr("offset must be a non-negative integer"));
   // A value whose declared shape is not its constant's (keys sorted: the value's own "shape"
   // follows its "name"): validation would read one, kernels the other.
   {

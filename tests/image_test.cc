@@ -3,6 +3,7 @@
 // naming the file. Files are written byte by byte here (PNG / JPEG headers per their specs).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -42,6 +43,36 @@ std::string png_header(uint32_t w, uint32_t h) {
   return s;
 }
 
+// A 1 x 1 grey PNG whose one IDAT inflates to `inflated` zero bytes: a zlib stream with one fixed-
+// Huffman deflate block, a literal 0 then <length 258, distance 1> copies (13 bits each, 159:1).
+std::string png_bomb(size_t inflated) {
+  std::string z = "\x78\x01";  // zlib header: deflate, 32 KB window, no dictionary
+  uint64_t acc = 0;
+  int nbits = 0;
+  auto put = [&](uint32_t v, int n) {  // LSB first, as deflate packs header and extra bits
+    acc |= uint64_t(v) << nbits;
+    nbits += n;
+    while (nbits >= 8) z += char(acc & 0xff), acc >>= 8, nbits -= 8;
+  };
+  auto huff = [&](uint32_t code, int n) {  // Huffman codes go most significant bit first
+    for (int i = n - 1; i >= 0; --i) put((code >> i) & 1, 1);
+  };
+  put(1, 1);                 // BFINAL
+  put(1, 2);                 // BTYPE 01: fixed Huffman codes
+  huff(0x30, 8);             // literal 0
+  for (size_t done = 1; done + 258 <= inflated; done += 258) {
+    huff(0xC0 + (285 - 280), 8);  // length 258
+    huff(0, 5);                   // distance 1
+  }
+  huff(0, 7);  // end of block (256)
+  put(0, 7);   // flush
+  std::string s = png_header(1, 1);
+  s[24 + 1] = 0;  // colour type 0: grey (byte 25 is the IHDR's colour type)
+  s += be32(uint32_t(z.size())) + "IDAT" + z + be32(0);
+  s += be32(0) + "IEND" + be32(0);
+  return s;
+}
+
 std::string error_of(const std::string& path) {
   try {
     load_image(path);
@@ -62,6 +93,19 @@ TEST(Image, HeadersDeclaringTooManyPixelsAreRefusedBeforeDecoding) {
   const std::string small = write_tmp("small.jpg", jpeg_header(64, 48));
   EXPECT_THAT(error_of(small), HasSubstr("cannot load image '" + small + "'"));
   for (const std::string& p : {jpg, png, small}) std::filesystem::remove(p);
+}
+
+// 600 MB of zlib output from a 4 MB file declaring one pixel: the decoder may not allocate more
+// than the header's pixels justify (8 bytes a pixel, a byte a row, 1 MiB), so it stops at 1 MiB and
+// this process's peak memory grows by the file, not by the bomb (ctest runs each test alone).
+TEST(Image, ZlibBombIsStoppedAtTheDeclaredSize) {
+  const std::string bomb = write_tmp("bomb.png", png_bomb(size_t{600} << 20));
+  rusage before{}, after{};
+  ::getrusage(RUSAGE_SELF, &before);
+  EXPECT_THAT(error_of(bomb), HasSubstr("cannot load image '" + bomb + "'"));
+  ::getrusage(RUSAGE_SELF, &after);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 100 * 1024) << "KiB of peak memory for a one-pixel image";
+  std::filesystem::remove(bomb);
 }
 
 TEST(Image, GarbageAndEmptyFilesAreErrors) {

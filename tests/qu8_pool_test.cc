@@ -318,7 +318,7 @@ TEST(Qu8Pool, GlobalAveragePoolReferenceIsTheRealMeanRequantized) {
           for (int64_t i = 0; i < n; ++i) mean += 0.05 * (double(b.x.data<uint8_t>()[c * n + i]) - 17.0);
           mean /= double(n);
           const double want = std::clamp(mean / vy.quant->scale[0] + vy.quant->zero_point[0], double(r.lo), double(r.hi));
-          ASSERT_NEAR(double(q.data<uint8_t>()[c]), want, 0.5 + 1e-6) << shape_str(s) << " out " << oq.str() << " c " << c;
+          ASSERT_NEAR(double(q.data<uint8_t>()[c]), want, 0.5 + 1e-4) << shape_str(s) << " out " << oq.str() << " c " << c;
         }
       }
 }

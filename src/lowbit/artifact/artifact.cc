@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstddef>
 #include <cstring>
 #include <fstream>
@@ -55,9 +56,37 @@ uint64_t file_checksum(uint32_t version, const uint8_t* file, size_t size) {
   return fnv1a(file + kHeaderSize, size - kHeaderSize, h);
 }
 
-// The metadata JSON is parsed into a DOM of about 10x its size: 64 MiB of it is a graph of about
-// a million values (ResNet-50's is 120 KB), and anything larger is refused before parsing.
+// The metadata JSON is parsed into a DOM of 10-25x its size: 64 MiB of it is a graph of about a
+// million values (ResNet-50's is 120 KB), and anything larger is refused before parsing.
 constexpr uint64_t kMaxMetaBytes = uint64_t{64} << 20;
+// lowbit writes at most 7 levels (graph, values, value, quant, scale, shape); nlohmann's parser
+// keeps any depth on the heap, but dump() and the conversions recurse, and a few hundred kB of
+// '[' would overflow the stack there.
+constexpr int kMaxMetaDepth = 64;
+
+// A JSON number as an exact non-negative integer (a double such as 1e300 converted to an integer
+// type is undefined behaviour, not an error).
+uint64_t json_u64(const json& j, const char* what) {
+  if (!j.is_number_unsigned() && !(j.is_number_integer() && j.get<int64_t>() >= 0))
+    throw json::type_error::create(302, std::string(what) + " must be a non-negative integer", &j);
+  return j.get<uint64_t>();
+}
+std::vector<ValueId> json_ids(const json& j) {
+  if (!j.is_array()) throw json::type_error::create(302, "value ids must be an array", &j);
+  std::vector<ValueId> ids;
+  for (const json& v : j) {
+    if (!v.is_number_integer() || v.get<int64_t>() < kNoValue || v.get<int64_t>() > INT32_MAX)
+      throw json::type_error::create(302, "a value id must be an integer", &v);
+    ids.push_back(static_cast<ValueId>(v.get<int64_t>()));
+  }
+  return ids;
+}
+Shape json_shape(const json& j) {
+  if (!j.is_array()) throw json::type_error::create(302, "a shape must be an array", &j);
+  Shape s;
+  for (const json& d : j) s.push_back(static_cast<int64_t>(json_u64(d, "a dim")));
+  return s;
+}
 
 size_t align64(size_t x) { return (x + 63) / 64 * 64; }
 
@@ -127,6 +156,9 @@ void save_artifact(const std::string& path, const Graph& g, const std::string& m
                           {"nodes", nodes}}},
                {"metadata", json::parse(metadata_json)}};
   std::string m = meta.dump();
+  if (m.size() > kMaxMetaBytes)
+    throw Error("cannot write artifact '" + path + "': its graph description is " + std::to_string(m.size()) +
+                " bytes, more than the " + std::to_string(kMaxMetaBytes >> 20) + " MiB an artifact may hold");
 
   Header h{};
   std::memcpy(h.magic, kMagic, 8);
@@ -199,7 +231,11 @@ Artifact load_artifact(const std::string& path) {
 
   json meta;
   try {
-    meta = json::parse(bytes + h.meta_offset, bytes + h.meta_offset + h.meta_size);
+    const json::parser_callback_t depth_limit = [](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxMetaDepth) throw Error("nested deeper than " + std::to_string(kMaxMetaDepth) + " levels");
+      return true;
+    };
+    meta = json::parse(bytes + h.meta_offset, bytes + h.meta_offset + h.meta_size, depth_limit);
   } catch (const std::exception& e) {
     throw bad(std::string("metadata is not valid JSON: ") + e.what());
   }
@@ -207,9 +243,9 @@ Artifact load_artifact(const std::string& path) {
   auto tensor = [&](const json& j) {
     auto dt = dtype_from_name(j.at("dtype").get<std::string>());
     if (!dt) throw bad("unknown dtype " + j.at("dtype").dump());
-    Shape shape = j.at("shape").get<Shape>();
+    Shape shape = json_shape(j.at("shape"));
     if (std::string why = tensor_size_problem(*dt, shape); !why.empty()) throw bad("a constant's " + why);
-    uint64_t off = j.at("offset"), nb = j.at("nbytes");
+    const uint64_t off = json_u64(j.at("offset"), "offset"), nb = json_u64(j.at("nbytes"), "nbytes");
     // Constants are written 64-byte aligned: kernels load them as floats and vectors in place.
     if (off % 64 != 0 || off > h.data_size || nb > h.data_size - off ||
         nb != static_cast<uint64_t>(storage_bytes(*dt, num_elements(shape))))
@@ -225,7 +261,7 @@ Artifact load_artifact(const std::string& path) {
     for (const json& jv : jg.at("values")) {
       auto dt = dtype_from_name(jv.at("dtype").get<std::string>());
       if (!dt) throw bad("unknown dtype " + jv.at("dtype").dump());
-      const Shape shape = jv.at("shape").get<Shape>();
+      const Shape shape = json_shape(jv.at("shape"));
       ValueId id = g.add_value(jv.at("name"), *dt, shape, true);
       const std::string& name = g.value(id).name;
       if (std::string why = tensor_size_problem(*dt, shape); !why.empty()) throw bad("value '" + name + "': " + why);
@@ -234,7 +270,7 @@ Artifact load_artifact(const std::string& path) {
         Tensor scale = tensor(q.at("scale"));
         QuantParams qp;
         qp.axis = q.at("axis").get<int>();
-        const size_t channels = q.at("channels").get<size_t>();
+        const size_t channels = json_u64(q.at("channels"), "channels");
         if (scale.dtype() != DType::f32 || static_cast<size_t>(scale.numel()) != channels)
           throw bad("quantization parameters of '" + name + "' are malformed: " + std::to_string(scale.numel()) + " " +
                     dtype_name(scale.dtype()) + " scales for " + std::to_string(channels) + " channels");
@@ -271,8 +307,10 @@ Artifact load_artifact(const std::string& path) {
         g.value(id).constant = std::move(t);
       }
     }
-    auto check_id = [&](ValueId v) {
-      if (v != kNoValue && (v < 0 || static_cast<size_t>(v) >= g.values.size())) throw bad("value id out of range");
+    // A node's optional input or output may be absent (kNoValue); a graph input or output may not.
+    auto check_id = [&](ValueId v, bool optional = true) {
+      if ((v != kNoValue || !optional) && (v < 0 || static_cast<size_t>(v) >= g.values.size()))
+        throw bad("value id " + std::to_string(v) + " out of range");
       return v;
     };
     for (const json& jn : jg.at("nodes")) {
@@ -287,13 +325,13 @@ Artifact load_artifact(const std::string& path) {
         else if (v.contains("tensor")) attrs.set(k, tensor(v["tensor"]));
         else throw bad("attribute '" + k + "' has an unknown kind");
       }
-      std::vector<ValueId> in = jn.at("inputs").get<std::vector<ValueId>>(), out = jn.at("outputs").get<std::vector<ValueId>>();
+      std::vector<ValueId> in = json_ids(jn.at("inputs")), out = json_ids(jn.at("outputs"));
       for (ValueId v : in) check_id(v);
       for (ValueId v : out) check_id(v);
       g.add_node(jn.at("op"), jn.at("name"), in, out, std::move(attrs));
     }
-    for (ValueId v : jg.at("inputs").get<std::vector<ValueId>>()) g.inputs.push_back(check_id(v));
-    for (ValueId v : jg.at("outputs").get<std::vector<ValueId>>()) g.outputs.push_back(check_id(v));
+    for (ValueId v : json_ids(jg.at("inputs"))) g.inputs.push_back(check_id(v, false));
+    for (ValueId v : json_ids(jg.at("outputs"))) g.outputs.push_back(check_id(v, false));
     a.metadata_json = meta.at("metadata").dump();
   } catch (const json::exception& e) {
     throw bad(std::string("metadata is malformed: ") + e.what());

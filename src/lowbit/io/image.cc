@@ -3,9 +3,24 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "lowbit/common/error.h"
+
+// The decoder's allocations, bounded by what the header declares. A PNG that declares 1 x 1 can
+// still inflate gigabytes of zlib data (stb_image grows its output buffer by doubling, without
+// limit); no buffer of a W x H image needs more than 8 bytes a pixel (16-bit RGBA), a filter byte a
+// row and stb's own structures (under 1 MiB). load_image sets the bound for the image it decodes.
+namespace lowbit::image_detail {
+inline thread_local size_t decoder_limit = size_t{1} << 20;
+inline void* bounded_malloc(size_t n) { return n > decoder_limit ? nullptr : std::malloc(n); }
+inline void* bounded_realloc(void* p, size_t n) { return n > decoder_limit ? nullptr : std::realloc(p, n); }
+}  // namespace lowbit::image_detail
+#define STBI_MALLOC(n) lowbit::image_detail::bounded_malloc(n)
+#define STBI_REALLOC(p, n) lowbit::image_detail::bounded_realloc(p, n)
+#define STBI_FREE(p) std::free(p)
 
 // stb_image's implementation lives in this file only. STB_IMAGE_STATIC keeps its symbols internal so
 // that a program which also links Debian's libstb cannot clash with it. It compiles warning-clean under
@@ -52,15 +67,28 @@ bool is_image_file(const std::string& path) {
 }
 
 Image load_image(const std::string& path) {
+  // Read once (the header check and the decode see the same bytes), at most 1 GiB.
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw Error("cannot load image '" + path + "': " + ec.message());
+  if (size > (uintmax_t{1} << 30)) throw Error("image '" + path + "' is " + std::to_string(size) + " bytes, over 1 GiB");
+  std::string bytes(static_cast<size_t>(size), '\0');
+  std::ifstream f(path, std::ios::binary);
+  if (!f.read(bytes.data(), static_cast<std::streamsize>(size)))
+    throw Error("cannot load image '" + path + "': read failed");
+  const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
+  const int len = static_cast<int>(bytes.size());
   int w = 0, h = 0, channels = 0;
+  image_detail::decoder_limit = size_t{1} << 20;
   // The header first: a JPEG declaring 20000 x 20000 made stb_image allocate 1.2 GB of component
   // planes before reading a byte of its data.
-  if (!stbi_info(path.c_str(), &w, &h, &channels))
+  if (!stbi_info_from_memory(data, len, &w, &h, &channels))
     throw Error("cannot load image '" + path + "': " + stbi_failure_reason());
   if (static_cast<int64_t>(w) * h > kMaxImagePixels)
     throw Error("image '" + path + "' declares " + std::to_string(w) + "x" + std::to_string(h) + " pixels, more than the " +
                 std::to_string(kMaxImagePixels) + " (8192 x 8192) lowbit decodes");
-  stbi_uc* px = stbi_load(path.c_str(), &w, &h, &channels, 3);
+  image_detail::decoder_limit = size_t{8} * size_t(w) * size_t(h) + size_t(h) + (size_t{1} << 20);
+  stbi_uc* px = stbi_load_from_memory(data, len, &w, &h, &channels, 3);
   if (!px) throw Error("cannot load image '" + path + "': " + stbi_failure_reason());
   Image img;
   img.width = w;

@@ -158,6 +158,23 @@ void infer_global_pool(InferContext& c) {
     c.fail("only 2-D pooling is supported (input rank " + std::to_string(c.rank(0)) + ")");
   require_rank(c, 0, 4, "X");
   c.set_output(0, c.dtype(0), {c.shape(0)[0], c.shape(0)[1], 1, 1});
+  if (c.dtype(0) != DType::u8) return;
+  // u8 codes are requantized to the output's parameters (kernels/qu8-pool): per tensor, positive
+  // finite scales, unsigned codes of at most 8 bits with the zero point among them.
+  for (ValueId v : {c.node().inputs[0], c.node().outputs[0]}) {
+    const Value& val = c.graph().value(v);
+    if (!val.quant) continue;
+    const QuantParams& q = *val.quant;
+    c.require(q.scale.size() == 1 && q.zero_point.size() == 1,
+              "'" + val.name + "': u8 GlobalAveragePool needs per-tensor quantization");
+    c.require(q.scale[0] > 0.f && std::isfinite(q.scale[0]), "'" + val.name + "' has a scale that is not positive and finite");
+    const DTypeInfo& code = dtype_info(code_dtype(val));
+    c.require(!code.is_signed && !code.is_float && code.bits <= 8,
+              "'" + val.name + "': " + code.name + " codes cannot be stored as u8");
+    const CodeRange r = code_range(val);
+    c.require(q.zero_point[0] >= r.lo && q.zero_point[0] <= r.hi,
+              "'" + val.name + "': zero point " + std::to_string(q.zero_point[0]) + " is outside its codes");
+  }
 }
 
 // ReduceMean/ReduceMax take `axes` as an attribute up to opset 17, ReduceSum as an input from

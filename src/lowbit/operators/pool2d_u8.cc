@@ -131,8 +131,8 @@ class GlobalAvgPoolU8 final : public Kernel {
     const double sx = qx ? qx->scale[0] : 1.0, sy = qy ? qy->scale[0] : 1.0;
     const Shape& s = ctx.in(0).shape;
     const CodeRange r = code_range(ctx.out(0));
-    rq_ = {sx / (sy * static_cast<double>(s[2] * s[3])), qx ? qx->zero_point[0] : 0, qy ? qy->zero_point[0] : 0, r.lo,
-           r.hi};
+    const int64_t zx = qx ? qx->zero_point[0] : 0, zy = qy ? qy->zero_point[0] : 0;
+    rq_ = {sx / (sy * static_cast<double>(s[2] * s[3])), zx, zy, r.lo, r.hi, sx == sy && zx == zy};
   }
   void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
     const Shape& s = in[0].shape;

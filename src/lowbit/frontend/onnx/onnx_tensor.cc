@@ -101,9 +101,12 @@ ExternalDataDir::Bytes ExternalDataDir::read(const std::string& location, uint64
     const fs::path full = fs::canonical(fs::path(base_) / rel, ec);
     if (ec) throw Error(where + " cannot be opened next to '" + model_path_ + "': " + ec.message());
     const std::string f = full.string();
-    if (f.size() <= base_.size() || f.compare(0, base_.size(), base_) != 0 || f[base_.size()] != '/')
+    const std::string prefix = base_.back() == '/' ? base_ : base_ + "/";
+    if (f.size() <= prefix.size() || f.compare(0, prefix.size(), prefix) != 0)
       throw Error(where + " resolves to '" + f + "', outside the model's folder '" + base_ + "' (a symlink out)");
-    const int fd = ::open(f.c_str(), O_RDONLY);
+    // O_NOFOLLOW: the path was just resolved, so a symlink there now was swapped in since;
+    // O_NONBLOCK: a FIFO must not hang the import before fstat says it is not a regular file.
+    const int fd = ::open(f.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) throw Error(where + " cannot be opened: " + std::strerror(errno));
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -213,20 +216,43 @@ Tensor tensor_from_onnx(const TP& t, ExternalDataDir* external) {
         reinterpret_cast<uintptr_t>(raw.data()) % 64 == 0 && raw.size() + 64 <= ext->room)
       return Tensor::wrap(out, shape, raw.data(), ext->owner);
   }
+  // Every count is checked against what the tensor declares before its memory is allocated: a
+  // tiny model declaring a 100 GB initializer must be an error, not an out-of-memory kill.
+  const int64_t n = checked_num_elements(shape);
+  if (!tensor_fits(out, n))
+    throw Error(tensor_label(t) + " declares shape " + shape_str(shape) + ", more than lowbit allows one tensor");
+  auto check_count = [&](int64_t have, const char* field) {
+    if (have != n)
+      throw Error(tensor_label(t) + " (" + onnx_dtype_name(dt) + ", shape " + shape_str(shape) + ") has " +
+                  std::to_string(have) + " values in " + field + ", expected " + std::to_string(n));
+  };
+  const char* const source = ext ? "external data" : "raw_data";
+  auto check_bytes = [&](int64_t want) {
+    if (static_cast<int64_t>(raw.size()) != want)
+      throw Error(tensor_label(t) + " (" + onnx_dtype_name(dt) + ", shape " + shape_str(shape) + ") has " +
+                  std::to_string(raw.size()) + " bytes of " + source + ", expected " + std::to_string(want));
+  };
+  if (is_subbyte(out)) {
+    if (!has_raw)
+      throw Error(tensor_label(t) + " (" + onnx_dtype_name(dt) + ") keeps its values in int32_data; lowbit reads " +
+                  std::to_string(bit_width(out)) + "-bit tensors from raw_data only");
+    check_bytes(storage_bytes(out, n));
+  } else if (has_raw) {
+    check_bytes(n * raw_elem_bytes(dt));
+  } else {
+    switch (dt) {
+      case TP::FLOAT: check_count(t.float_data_size(), "float_data"); break;
+      case TP::DOUBLE: check_count(t.double_data_size(), "double_data"); break;
+      case TP::INT64: check_count(t.int64_data_size(), "int64_data"); break;
+      default: check_count(t.int32_data_size(), "int32_data");
+    }
+  }
   Tensor r(out, shape);
-  const int64_t n = r.numel();
 
   if (is_subbyte(out)) {
     // Packed two (4-bit) or four (2-bit) per byte, element 0 in the lowest bits: lowbit's own
     // i4 / u4 / i2 / u2 storage.
-    if (!has_raw)
-      throw Error(tensor_label(t) + " (" + onnx_dtype_name(dt) + ") keeps its values in int32_data; lowbit reads " +
-                  std::to_string(bit_width(out)) + "-bit tensors from raw_data only");
     const int64_t want = r.nbytes();
-    if (static_cast<int64_t>(raw.size()) != want)
-      throw Error(tensor_label(t) + " (" + onnx_dtype_name(dt) + ", shape " + shape_str(shape) + ") has " +
-                  std::to_string(raw.size()) + " bytes of " + (ext ? "external data" : "raw_data") + ", expected " +
-                  std::to_string(want));
     if (want) std::memcpy(r.raw(), raw.data(), static_cast<size_t>(want));
     const int64_t used_bits = n * bit_width(out) % 8;  // the unused high bits of a partial tail byte
     if (used_bits) r.data<uint8_t>()[want - 1] &= static_cast<uint8_t>((1u << used_bits) - 1u);
@@ -234,10 +260,6 @@ Tensor tensor_from_onnx(const TP& t, ExternalDataDir* external) {
   }
   if (has_raw) {
     const int64_t want = n * raw_elem_bytes(dt);
-    if (static_cast<int64_t>(raw.size()) != want)
-      throw Error(tensor_label(t) + " (" + onnx_dtype_name(dt) + ", shape " + shape_str(shape) + ") has " +
-                  std::to_string(raw.size()) + " bytes of " + (ext ? "external data" : "raw_data") + ", expected " +
-                  std::to_string(want));
     const char* p = raw.data();
     switch (dt) {
       case TP::DOUBLE:
@@ -260,42 +282,30 @@ Tensor tensor_from_onnx(const TP& t, ExternalDataDir* external) {
     return r;
   }
 
-  // Typed fields: each element type has its designated repeated field.
-  auto check_count = [&](int64_t have, const char* field) {
-    if (have != n)
-      throw Error(tensor_label(t) + " (" + onnx_dtype_name(dt) + ", shape " + shape_str(shape) + ") has " +
-                  std::to_string(have) + " values in " + field + ", expected " + std::to_string(n));
-  };
+  // Typed fields (their counts checked above): each element type has its designated repeated field.
   switch (dt) {
     case TP::FLOAT:
-      check_count(t.float_data_size(), "float_data");
       for (int64_t i = 0; i < n; ++i) r.data<float>()[i] = t.float_data(static_cast<int>(i));
       break;
     case TP::DOUBLE:
-      check_count(t.double_data_size(), "double_data");
       for (int64_t i = 0; i < n; ++i) r.data<float>()[i] = static_cast<float>(t.double_data(static_cast<int>(i)));
       break;
     case TP::FLOAT16: case TP::BFLOAT16:
-      check_count(t.int32_data_size(), "int32_data");
       for (int64_t i = 0; i < n; ++i) {
         auto v = static_cast<uint16_t>(t.int32_data(static_cast<int>(i)));
         r.data<float>()[i] = dt == TP::FLOAT16 ? half_to_float(v) : bfloat16_to_float(v);
       }
       break;
     case TP::INT64:
-      check_count(t.int64_data_size(), "int64_data");
       for (int64_t i = 0; i < n; ++i) r.data<int64_t>()[i] = t.int64_data(static_cast<int>(i));
       break;
     case TP::INT32:
-      check_count(t.int32_data_size(), "int32_data");
       for (int64_t i = 0; i < n; ++i) r.data<int32_t>()[i] = t.int32_data(static_cast<int>(i));
       break;
     case TP::INT8:
-      check_count(t.int32_data_size(), "int32_data");
       for (int64_t i = 0; i < n; ++i) r.data<int8_t>()[i] = static_cast<int8_t>(t.int32_data(static_cast<int>(i)));
       break;
     case TP::UINT8: case TP::BOOL:
-      check_count(t.int32_data_size(), "int32_data");
       for (int64_t i = 0; i < n; ++i) r.data<uint8_t>()[i] = static_cast<uint8_t>(t.int32_data(static_cast<int>(i)));
       break;
   }

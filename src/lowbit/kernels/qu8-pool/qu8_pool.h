@@ -6,7 +6,6 @@
 // every tap of an output row reads consecutive bytes whatever the stride: padded column c of
 // padded row r lives at x[(r * SW + c % SW) * ld_phase + c / SW]. 0 is the smallest u8, so the
 // padding never wins a window, exactly as the reference, which skips padded taps.
-#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -31,17 +30,24 @@ void qu8_maxpool2d_chw__avx2(const uint8_t* x, const Qu8PoolGeometry& g, uint8_t
 // range (the final pool of a ReLU network, or a squeeze-excite's: 7-36x narrower than their
 // inputs' calibrated ranges, #11), so keeping the input's scale wasted most of the output codes.
 // y = clamp(zp_y + nearbyint(double(sum - n * zp_x) * multiplier), lo, hi) with multiplier =
-// s_x / (s_y * n) computed once in double; the sum is exact and the same double arithmetic runs on
-// every ISA, so every kernel gives the reference's bytes.
+// s_x / (s_y * n) computed once in double: the product is rounded to nearest, ties to even, but a
+// true tie of the real mean can land a hair off one through the rounded multiplier. With the
+// input's own parameters (artifacts written before, a pool without a calibrated range) it is the
+// mean of the codes as it always was: nearbyintf(float(sum) / float(n)), exact ties to even. The
+// sum is exact and the same arithmetic runs on every ISA, so every kernel gives the reference's
+// bytes.
 struct Qu8MeanRequant {
   double multiplier;
   int64_t zp_x, zp_y;
   int32_t lo, hi;  // the output's code range (u4 / u2 codes in u8 storage stop at 15 / 3)
+  bool same;       // output parameters equal to the input's
 };
 inline uint8_t qu8_mean_requant(int64_t sum, size_t n, const Qu8MeanRequant& r) {
-  const double q = std::nearbyint(static_cast<double>(sum - static_cast<int64_t>(n) * r.zp_x) * r.multiplier) +
+  const double q =
+      r.same ? static_cast<double>(std::nearbyintf(static_cast<float>(sum) / static_cast<float>(n)))
+             : std::nearbyint(static_cast<double>(sum - static_cast<int64_t>(n) * r.zp_x) * r.multiplier) +
                    static_cast<double>(r.zp_y);
-  return static_cast<uint8_t>(std::clamp(q, static_cast<double>(r.lo), static_cast<double>(r.hi)));
+  return static_cast<uint8_t>(q < r.lo ? r.lo : q > r.hi ? r.hi : q);
 }
 
 // y[c] = qu8_mean_requant(sum of x[c * n .. c * n + n), n, r) for c < channels.

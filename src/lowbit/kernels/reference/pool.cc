@@ -209,9 +209,11 @@ void average_pool(const Graph& g, const Node& n, std::span<const TensorView> in,
 
 // u8 GlobalAveragePool requantizes to its output's own parameters (an average spans a fraction of
 // its input's range): the real mean s_x * (sum_q / n - zp_x) in codes of s_y, zp_y is
-// q = zp_y + nearbyint(double(sum_q - n * zp_x) * (s_x / (s_y * n))), the ratio in double, rounded
-// half to even and clamped to the output's code range (notes/quant_ir.md; the fast kernels in
-// kernels/qu8-pool match it byte for byte). A side without parameters reads as scale 1, zp 0.
+// q = zp_y + nearbyint(double(sum_q - n * zp_x) * (s_x / (s_y * n))), the ratio in double, the
+// product rounded to nearest (ties to even) and clamped to the output's code range. With the
+// input's own parameters it is the codes' mean, nearbyintf(float(sum_q) / float(n)), as before
+// outputs had ranges of their own (kernels/qu8-pool/qu8_pool.h holds the fast kernels to this byte
+// for byte). A side without parameters reads as scale 1, zp 0.
 void global_average_pool_u8(const Graph& g, const Node& n, const TensorView& x, int64_t planes, int64_t inner,
                             const TensorView& y) {
   const Value& vx = g.value(n.inputs[0]);
@@ -234,8 +236,10 @@ void global_average_pool_u8(const Graph& g, const Node& n, const TensorView& x, 
   for (int64_t plane = 0; plane < planes; ++plane) {
     int64_t sum = 0;
     for (int64_t i = 0; i < inner; ++i) sum += xp[plane * inner + i];
-    const double q = static_cast<double>(zy) + std::nearbyint(static_cast<double>(sum - inner * zx) * ratio);
-    yp[plane] = static_cast<uint8_t>(std::clamp(q, static_cast<double>(r.lo), static_cast<double>(r.hi)));
+    const double q = sx == sy && zx == zy
+                         ? static_cast<double>(std::nearbyintf(static_cast<float>(sum) / static_cast<float>(inner)))
+                         : static_cast<double>(zy) + std::nearbyint(static_cast<double>(sum - inner * zx) * ratio);
+    yp[plane] = static_cast<uint8_t>(q < r.lo ? r.lo : q > r.hi ? r.hi : q);
   }
 }
 
