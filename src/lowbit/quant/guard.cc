@@ -194,8 +194,12 @@ std::vector<std::string> find_constant_outputs(CompiledModel& q, const std::vect
 
 QuantizedBuild build_quantized(CompiledModel& fp32, const CompileOptions& opts, QuantizeOptions qopts,
                                SlowPolicy policy) {
-  // Calibrate once; the guard only changes which nodes are rewritten.
-  return build_quantized(fp32, calibrate_model(fp32, qopts), opts, std::move(qopts), policy);
+  // Calibrate once; the guard only changes which nodes are rewritten. The ranges first, in their
+  // own statement: as two arguments of one call, std::move(qopts) could (and with GCC did) empty
+  // the samples and the progress callback before calibrate_model read them, so calibration ran
+  // on synthetic inputs whatever the caller gave.
+  const std::vector<Range> ranges = calibrate_model(fp32, qopts);
+  return build_quantized(fp32, ranges, opts, std::move(qopts), policy);
 }
 
 QuantizedBuild build_quantized(CompiledModel& fp32, const std::vector<Range>& ranges, const CompileOptions& opts,
