@@ -15,6 +15,8 @@
 #include <map>
 #include <optional>
 
+#include "lowbit/common/log.h"
+#include "lowbit/common/settings.h"
 #include "lowbit/ir/codes.h"
 #include "lowbit/ir/op_schema.h"
 #include "lowbit/passes/passes.h"
@@ -723,11 +725,6 @@ class QdqFuser {
   std::map<ValueId, DType> codes_;  // activations stored as u8 whose codes are narrower (flip)
 };
 
-bool verbose_qdq() {
-  const char* v = std::getenv("LOWBIT_VERBOSE");
-  return v && std::strstr(v, "qdq");
-}
-
 }  // namespace
 
 int fuse_qdq(Graph& g, QdqStats* stats) {
@@ -742,13 +739,17 @@ int fuse_qdq(Graph& g, QdqStats* stats) {
   QdqStats local;
   QdqStats& st = stats ? *stats : local;
   QdqFuser(g, st).run();
-  if (verbose_qdq())
-    std::fprintf(stderr, "lowbit qdq: %d rewrite(s), %d quantized op(s) fused\n", st.rewrites, st.fused);
+  if (verbose("qdq"))  // LOWBIT_VERBOSE=qdq
+    log_message(LogLevel::trace, "lowbit qdq: " + std::to_string(st.rewrites) + " rewrite(s), " +
+                                     std::to_string(st.fused) + " quantized op(s) fused");
   // Like the guard: an op that stays slow is never silent.
-  if (!st.unfused.empty())
-    std::fprintf(stderr, "lowbit: warning: %zu quantized op(s) of the QDQ/QOperator model stay as imported (fp32 / "
-                 "reference kernels) because lowbit's int8 form cannot express them exactly:\n", st.unfused.size());
-  for (const QdqNote& n : st.unfused) std::fprintf(stderr, "  %s: %s\n", n.node.c_str(), n.reason.c_str());
+  if (!st.unfused.empty()) {
+    std::string msg = std::to_string(st.unfused.size()) +
+                      " quantized op(s) of the QDQ/QOperator model stay as imported (fp32 / reference kernels) "
+                      "because lowbit's int8 form cannot express them exactly:";
+    for (const QdqNote& n : st.unfused) msg += "\n  " + n.node + ": " + n.reason;
+    log_warning(msg);
+  }
   return st.rewrites;
 }
 

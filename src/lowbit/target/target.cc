@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "lowbit/common/error.h"
+#include "lowbit/common/settings.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -152,7 +153,7 @@ bool caches_from_sysfs(CacheSizes& c) {
 // reads as zeros on AMD). Size = ways x partitions x line x sets.
 bool caches_from_cpuid(CacheSizes& c) {
   for (unsigned leaf : {4u, 0x8000001Du}) {
-    if (__get_cpuid_max(leaf & 0x80000000u, nullptr) < leaf) continue;
+    if (static_cast<unsigned>(__get_cpuid_max(leaf & 0x80000000u, nullptr)) < leaf) continue;
     bool any = false;
     for (unsigned sub = 0; sub < 8; ++sub) {
       unsigned a = 0, b = 0, cc = 0, d = 0;
@@ -241,13 +242,10 @@ std::string CacheSizes::to_string() const {
   return "L1d " + human(l1d) + ", L2 " + human(l2) + (l3 ? ", L3 " + human(l3) : "") + " (" + source + ")";
 }
 
-const CacheSizes& host_caches() {
-  static const CacheSizes c = [] {
-    const CacheSizes detected = detect_caches();
-    const char* env = std::getenv("LOWBIT_CACHES");
-    return env && *env ? parse_cache_sizes(env, detected) : detected;
-  }();
-  return c;
+CacheSizes host_caches() {
+  static const CacheSizes detected = detect_caches();
+  const std::string override = settings().cache_override;  // LOWBIT_CACHES or set_cache_override
+  return override.empty() ? detected : parse_cache_sizes(override, detected);
 }
 
 const char* feature_name(Feature f) { return kFeatures[static_cast<size_t>(f)].name; }
@@ -278,7 +276,7 @@ std::string Target::spec() const {
 
 Target host_target() {
   static const Target detected = detect();
-  Target t = apply_isa_cap(detected, std::getenv("LOWBIT_ISA"));
+  Target t = apply_isa_cap(detected, settings().isa_cap.c_str());  // LOWBIT_ISA or set_isa_cap
   t.caches = host_caches();
   return t;
 }

@@ -68,7 +68,7 @@ struct Target {
 // host_caches() gives them.
 Target host_target();
 // The host's per-core caches (LOWBIT_CACHES, else sysfs, else cpuid, else the defaults).
-const CacheSizes& host_caches();
+CacheSizes host_caches();
 // Named targets (x86-64, x86-64-v3, znver3, skylake-avx512, cascadelake, alderlake,
 // sapphirerapids, cortex-a72, neoverse-n1, armv8.6-a) or explicit lists "x86-64+avx2+fma".
 // "host" gives host_target(). Throws lowbit::Error on an unknown name or feature.
