@@ -15,7 +15,7 @@ namespace {
 class ReferenceKernel final : public Kernel {
  public:
   ReferenceKernel(const Graph& g, const Node& n, ReferenceFn fn) : g_(g), n_(n), fn_(fn) {}
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool&) override {
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool&) const override {
     fn_(g_, n_, in, out);
   }
 

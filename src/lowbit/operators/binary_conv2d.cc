@@ -7,6 +7,7 @@
 
 #include "lowbit/ir/codes.h"
 #include "lowbit/ir/op_params.h"
+#include "lowbit/operators/operator_util.h"
 #include "lowbit/operators/qconv2d_u8.h"
 #include "lowbit/operators/requant.h"
 
@@ -91,14 +92,17 @@ class BinaryConv2d final : public Kernel {
       }
     }
     P_ = s_.OH() * s_.OW();
-    if (in_ != Input::packed) xbits_.resize(static_cast<size_t>(s_.H * s_.W * s_.CW()));
+    xbits_floats_ = in_ != Input::packed ? 2 * s_.H * s_.W * s_.CW() : 0;
+    if (xbits_floats_) ops::workspace(0, xbits_floats_);  // warm it now, not in the first inference
     chunk_ = std::max<int64_t>(ks.nr, (int64_t{16384} / p.M) / ks.nr * ks.nr);  // 64 KB of int32
   }
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const int64_t HW = p_.H * p_.W, CW = s_.CW();
     const int64_t nr = ks_.nr, panels = (P_ + nr - 1) / nr;
     const int threads = static_cast<int>(std::min<int64_t>(pool.size(), panels));
+    // The packed input: workspace slot 0 (the calling thread's, so concurrent runs have their own).
+    uint64_t* const xbits = xbits_floats_ ? reinterpret_cast<uint64_t*>(ops::workspace(0, xbits_floats_)) : nullptr;
     for (int64_t b = 0; b < p_.N; ++b) {
       // Packed signs are read as they are; other inputs are packed first, pixels split over threads
       // (a 64-channel input has one word per pixel: splitting words left one thread packing alone).
@@ -107,12 +111,12 @@ class BinaryConv2d final : public Kernel {
           const int64_t p0 = (HW * t) / threads, p1 = (HW * (t + 1)) / threads;
           // u1 inputs are u1 codes by validation (their producer's clamp); anything else counts as 1.
           if (in_ == Input::u1)
-            ks_.pack_u1(in[0].as<uint8_t>() + b * p_.C * HW, p_.C, HW, CW, p0, p1, xbits_.data());
+            ks_.pack_u1(in[0].as<uint8_t>() + b * p_.C * HW, p_.C, HW, CW, p0, p1, xbits);
           else if (in_ == Input::sign_u8)
             ks_.pack_sign_u8(in[0].as<uint8_t>() + b * p_.C * HW, p_.C, HW, CW, p0, p1, static_cast<uint8_t>(zp_x_),
-                             xbits_.data());
+                             xbits);
           else
-            ks_.pack_sign_f32(in[0].as<float>() + b * p_.C * HW, p_.C, HW, CW, p0, p1, xbits_.data());
+            ks_.pack_sign_f32(in[0].as<float>() + b * p_.C * HW, p_.C, HW, CW, p0, p1, xbits);
         });
       pool.parallel_for(threads, [&](int64_t t, int) {
         const int64_t p0 = panels * t / threads * nr, p1 = std::min(P_, panels * (t + 1) / threads * nr);
@@ -122,7 +126,7 @@ class BinaryConv2d final : public Kernel {
         for (int64_t c0 = p0; c0 < p1; c0 += chunk_) {
           const int64_t c1 = std::min(p1, c0 + chunk_);
           const uint64_t* xb = in_ == Input::packed ? static_cast<const uint64_t*>(in[0].data) + b * p_.H * p_.W * CW
-                                                    : xbits_.data();
+                                                    : xbits;
           qb1_conv2d_block(ks_, w_, xb, pad_, acc.data(), static_cast<size_t>(chunk_), c0, c1);
           epilogue(in, out, b, acc.data(), c0, c1);
         }
@@ -186,7 +190,7 @@ class BinaryConv2d final : public Kernel {
   float lo_ = 0.0f, hi_ = 0.0f;
   int64_t P_ = 0;
   int64_t chunk_ = 0;  // output pixels per block, a multiple of the tile's nr
-  std::vector<uint64_t> xbits_;
+  int64_t xbits_floats_ = 0;  // the packed input's words, in float-sized workspace
 };
 
 std::string check_binary_conv2d(const NodeContext& ctx, DType x) {

@@ -7,7 +7,7 @@ namespace {
 
 class ConcatInPlace final : public Kernel {
  public:
-  void run(std::span<const TensorView>, std::span<const TensorView>, ThreadPool&) override {}
+  void run(std::span<const TensorView>, std::span<const TensorView>, ThreadPool&) const override {}
 };
 
 }  // namespace

@@ -129,11 +129,11 @@ class Conv2dIgemmF32 final : public Kernel {
 
   int64_t packed_weight_bytes() const override { return packed_.nbytes() + (bias_.empty() ? 0 : bias_.nbytes()); }
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const int threads = pool.size();
-    fetch_workspace(threads);
-    float* padded = padded_;
-    float* shared_b = shared_b_;
+    const Scratch ws = fetch_workspace(threads);
+    float* padded = ws.padded;
+    float* shared_b = ws.shared_b;
     const float* x = in[0].as<float>();
     const float* res = in.size() > 3 && in[3].data ? in[3].as<float>() : nullptr;
     float* y = out[0].as<float>();
@@ -165,7 +165,7 @@ class Conv2dIgemmF32 final : public Kernel {
       pool.parallel_for(outer * msplit, [&](int64_t t, int thread) {
         const int64_t ms = t % msplit, pb = (t / msplit) % npb, g = t / (msplit * npb);
         tile_block(g, pb * ppb, std::min(npanels, (pb + 1) * ppb), mpanels_ * ms / msplit,
-                   mpanels_ * (ms + 1) / msplit, xn, rn, yn, shared_b, shared_ ? nullptr : bblocks_[thread]);
+                   mpanels_ * (ms + 1) / msplit, xn, rn, yn, shared_b, shared_ ? nullptr : ws.bblocks[thread]);
       });
     }
   }
@@ -178,10 +178,18 @@ class Conv2dIgemmF32 final : public Kernel {
 
   // Workspace slots: 0 the padded input, 1 the image's packed B (shared mode), 2 + t thread t's B
   // block (otherwise).
-  void fetch_workspace(int threads) {
-    padded_ = pad_ ? ops::workspace(0, p_.C * PH_ * PW_) : nullptr;
-    shared_b_ = shared_ ? ops::workspace(1, shared_floats_) : nullptr;
-    if (!shared_) bblocks_.fetch(threads, std::min<int64_t>(2 * ppb_, static_cast<int64_t>(panels_.size())) * slot_);
+  struct Scratch {
+    float* padded = nullptr;
+    float* shared_b = nullptr;
+    float* const* bblocks = nullptr;
+  };
+  Scratch fetch_workspace(int threads) const {
+    Scratch ws;
+    ws.padded = pad_ ? ops::workspace(0, p_.C * PH_ * PW_) : nullptr;
+    ws.shared_b = shared_ ? ops::workspace(1, shared_floats_) : nullptr;
+    if (!shared_)
+      ws.bblocks = ops::per_thread_workspace(threads, std::min<int64_t>(2 * ppb_, static_cast<int64_t>(panels_.size())) * slot_);
+    return ws;
   }
 
   // First output channel (within the group) of weight panel mp.
@@ -282,9 +290,6 @@ class Conv2dIgemmF32 final : public Kernel {
   int64_t shared_floats_ = 0;
   PackedWeights packed_;
   Tensor bias_;
-  float* padded_ = nullptr;
-  float* shared_b_ = nullptr;
-  ops::PerThreadWorkspace bblocks_;
 };
 
 // ---- small images: output channels on the lanes ----
@@ -352,8 +357,8 @@ class Conv2dIgemmChannelsF32 final : public Kernel {
 
   int64_t packed_weight_bytes() const override { return packed_.nbytes() + (has_bias_ ? bias_.nbytes() : 0); }
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
-    fetch_workspace();
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
+    const Scratch ws = fetch_workspace();
     const float* x = in[0].as<float>();
     const float* res = in.size() > 3 && in[3].data ? in[3].as<float>() : nullptr;
     float* y = out[0].as<float>();
@@ -370,17 +375,17 @@ class Conv2dIgemmChannelsF32 final : public Kernel {
       if (pad_) {
         pool.parallel_for(p_.C, [&](int64_t c, int) {
           ops::copy_padded_plane(xn + c * p_.H * p_.W, p_.H, p_.W, p_.pad_top, p_.pad_left, PW_, PH_ * PW_, 0.0f,
-                                 padded_ + c * PH_ * PW_);
+                                 ws.padded + c * PH_ * PW_);
         });
-        xn = padded_;
+        xn = ws.padded;
       }
-      pool.parallel_for(nkb_ * nrows, [&](int64_t t, int) { pack_rows(t / nrows, t % nrows, xn); });
+      pool.parallel_for(nkb_ * nrows, [&](int64_t t, int) { pack_rows(ws, t / nrows, t % nrows, xn); });
       const float* rn = res ? res + n * p_.M * OHW_ : nullptr;
       float* yn = y + n * p_.M * OHW_;
       pool.parallel_for(tasks, [&](int64_t t, int) {
         const int64_t j0 = ncp_ * t / tasks, j1 = ncp_ * (t + 1) / tasks;
-        gemm(j0, j1);
-        write_back(j0 * nr_, std::min(p_.M, j1 * nr_), rn, yn);
+        gemm(ws, j0, j1);
+        write_back(ws, j0 * nr_, std::min(p_.M, j1 * nr_), rn, yn);
       });
     }
   }
@@ -389,29 +394,34 @@ class Conv2dIgemmChannelsF32 final : public Kernel {
   int64_t panel_width(int64_t j) const { return p_.M - j * nr_ <= ks_.nr_tail ? ks_.nr_tail : nr_; }
 
   // Workspace slots: 0 the padded input, 1 the packed rows, 2 the pixels x channels scratch.
-  void fetch_workspace() {
-    padded_ = pad_ ? ops::workspace(0, p_.C * PH_ * PW_) : nullptr;
-    rows_ = ops::workspace(1, nkb_ * static_cast<int64_t>(row0_.size() - 1) * kc_ * ks_.mr);
-    ct_ = ops::workspace(2, OHW_ * ncp_ * nr_);
+  struct Scratch {
+    float* padded;
+    float* rows;
+    float* ct;
+  };
+  Scratch fetch_workspace() const {
+    return {pad_ ? ops::workspace(0, p_.C * PH_ * PW_) : nullptr,
+            ops::workspace(1, nkb_ * static_cast<int64_t>(row0_.size() - 1) * kc_ * ks_.mr),
+            ops::workspace(2, OHW_ * ncp_ * nr_)};
   }
 
-  float* row_panel(int64_t kb, int64_t i) const {
-    return rows_ + (kb * static_cast<int64_t>(row0_.size() - 1) + i) * kc_ * ks_.mr;
+  float* row_panel(const Scratch& ws, int64_t kb, int64_t i) const {
+    return ws.rows + (kb * static_cast<int64_t>(row0_.size() - 1) + i) * kc_ * ks_.mr;
   }
 
   // K block kb of pixel rows [row0_[i], row0_[i + 1]) as kc x r.
-  void pack_rows(int64_t kb, int64_t i, const float* x) const {
+  void pack_rows(const Scratch& ws, int64_t kb, int64_t i, const float* x) const {
     const int64_t q0 = row0_[static_cast<size_t>(i)], r = row0_[static_cast<size_t>(i) + 1] - q0;
     const int64_t k0 = kb * kc_, kc = std::min(kc_, K_ - k0);
     ks_.im2col(static_cast<size_t>(kc), x, koff_.data() + k0, runs_.data() + run0_[static_cast<size_t>(i)],
                static_cast<size_t>(run0_[static_cast<size_t>(i) + 1] - run0_[static_cast<size_t>(i)]),
-               static_cast<size_t>(p_.SW), static_cast<size_t>(r), row_panel(kb, i));
+               static_cast<size_t>(p_.SW), static_cast<size_t>(r), row_panel(ws, kb, i));
   }
 
   // Channel panels [j0, j1) over all K blocks into the scratch: per panel OHW x nr, contiguous
   // (rows a power-of-two apart would fight over a few L1 sets). Bias enters with the first block;
   // the residual and the clamp with write_back.
-  void gemm(int64_t j0, int64_t j1) const {
+  void gemm(const Scratch& ws, int64_t j0, int64_t j1) const {
     const int64_t ld = nr_, nrows = static_cast<int64_t>(row0_.size()) - 1;
     const float* packed = packed_.data();
     for (int64_t kb = 0; kb < nkb_; ++kb) {
@@ -428,13 +438,13 @@ class Conv2dIgemmChannelsF32 final : public Kernel {
         const int64_t lines = next < 0 ? 0 : kc_ * nr_ * 4 / 64, share = ceil_div(lines, nrows);
         for (int64_t i = 0; i < nrows; ++i) {
           const int64_t q0 = row0_[static_cast<size_t>(i)], r = row0_[static_cast<size_t>(i) + 1] - q0;
-          float* c = ct_ + (j * OHW_ + q0) * nr_;
+          float* c = ws.ct + (j * OHW_ + q0) * nr_;
           e.init = kb == 0 ? nullptr : c;
           const int64_t pf0 = std::min(lines, i * share);
           e.prefetch = next < 0 ? nullptr : packed + next * kc_ * nr_ + pf0 * 16;
           e.prefetch_lines = static_cast<size_t>(std::min({lines - pf0, share, kc}));
           const F32GemmUkernel uk = (w_ == nr_ ? ks_.main : ks_.tail)[r];
-          uk(static_cast<size_t>(std::min(w_, p_.M - j * nr_)), static_cast<size_t>(kc), row_panel(kb, i), b, c,
+          uk(static_cast<size_t>(std::min(w_, p_.M - j * nr_)), static_cast<size_t>(kc), row_panel(ws, kb, i), b, c,
              static_cast<size_t>(ld), e);
         }
       }
@@ -443,10 +453,10 @@ class Conv2dIgemmChannelsF32 final : public Kernel {
 
   // Channels [m0, m1) from the scratch into NCHW, adding the residual (if any), clamping, and
   // the post-op on each panel's channels as they land (contiguous in NCHW).
-  void write_back(int64_t m0, int64_t m1, const float* res, float* y) const {
+  void write_back(const Scratch& ws, int64_t m0, int64_t m1, const float* res, float* y) const {
     for (int64_t m = m0; m < m1; m += nr_) {  // m0 starts a channel panel
       const int64_t w = std::min(nr_, m1 - m);
-      ks_.transpose(static_cast<size_t>(OHW_), static_cast<size_t>(w), ct_ + m * OHW_, static_cast<size_t>(nr_),
+      ks_.transpose(static_cast<size_t>(OHW_), static_cast<size_t>(w), ws.ct + m * OHW_, static_cast<size_t>(nr_),
                     res ? res + m * OHW_ : nullptr, y + m * OHW_, static_cast<size_t>(OHW_), p_.act_min, p_.act_max);
       post_(y + m * OHW_, w * OHW_);
     }
@@ -463,9 +473,6 @@ class Conv2dIgemmChannelsF32 final : public Kernel {
   std::vector<F32Im2colRun> runs_;
   PackedWeights packed_;
   Tensor bias_;
-  float* padded_ = nullptr;
-  float* rows_ = nullptr;
-  float* ct_ = nullptr;
 };
 
 // Lanes a dimension of n occupies in panels of nr (the last one nr_tail wide when it fits).
@@ -520,20 +527,20 @@ class DwConv2dF32 final : public Kernel {
     src_floats_ = std::max(p.SH * p.SW * Hp * Wp, max_off + nflat_) + 16;
     // Channels per task: about 16K outputs each, so 7x7 maps do not pay a task per plane.
     cpt_ = std::clamp<int64_t>((16 << 10) / std::max<int64_t>(1, p.OH * p.OW), 1, 64);
-    scratch_.fetch(std::max(threads, 1), src_floats_ + nflat_);
+    ops::per_thread_workspace(threads, src_floats_ + nflat_);  // warm it now, not in the first inference
   }
 
   int64_t packed_weight_bytes() const override { return weights_.nbytes() + bias_.nbytes(); }
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
-    scratch_.fetch(pool.size(), src_floats_ + nflat_);
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
+    float* const* scratch = ops::per_thread_workspace(pool.size(), src_floats_ + nflat_);
     const float* x = in[0].as<float>();
     const float* res = in.size() > 3 && in[3].data ? in[3].as<float>() : nullptr;
     float* y = out[0].as<float>();
     const int64_t OHW = p_.OH * p_.OW, planes = p_.N * p_.C;
     const int64_t tasks = ceil_div(planes, cpt_);
     pool.parallel_for(tasks, [&](int64_t t, int thread) {
-      float* src = scratch_[thread];
+      float* src = scratch[thread];
       float* flat = src + src_floats_;
       // The padding and the slack (read only by the dropped columns) stay zero across the task's
       // channels: each writes the same interior.
@@ -558,7 +565,6 @@ class DwConv2dF32 final : public Kernel {
   int64_t taps_ = 0, nflat_ = 0, src_floats_ = 0, cpt_ = 1;
   F32DwconvSplit split_{};  // the phase planes' geometry (Hp x Wp each)
   std::vector<int32_t> off_;
-  ops::PerThreadWorkspace scratch_;
 };
 
 std::string check_conv_common(const NodeContext& ctx) {

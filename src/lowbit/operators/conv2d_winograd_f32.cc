@@ -58,26 +58,28 @@ class Conv2dWinogradF32 final : public Kernel {
     half_ = ceil_div(plan_.TW + 1 + 32, 16) * 16;
     plane_floats_ = ceil_div(plan_.PH * plan_.PW + 2 * half_ + 16, 16) * 16;
     scratch_floats_ = std::max(kGroup * kXi * mr_max * nr, plane_floats_ + 2 * plan_.PH * half_) + 16;
-    fetch_workspace(std::max(threads, 1));
+    ops::workspace(0, kXi * p_.C * plan_.tpad);  // warm it now, not in the first inference
+    ops::per_thread_workspace(threads, scratch_floats_);
   }
 
   int64_t packed_weight_bytes() const override { return u_.nbytes() + static_cast<int64_t>(bias_.size() * 4); }
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
-    const int threads = pool.size();
-    fetch_workspace(threads);
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
+    // Workspace slots: 0 V (all xi, C rows, plan_.tpad tiles); 2 + t thread t's scratch.
+    float* const v = ops::workspace(0, kXi * p_.C * plan_.tpad);
+    float* const* scratch = ops::per_thread_workspace(pool.size(), scratch_floats_);
     const float* x = in[0].as<float>();
     const float* res = in.size() > 3 && in[3].data ? in[3].as<float>() : nullptr;
     float* y = out[0].as<float>();
     const int64_t OHW = p_.OH * p_.OW;
     for (int64_t n = 0; n < p_.N; ++n) {
       const float* xn = x + n * p_.C * p_.H * p_.W;
-      pool.parallel_for(p_.C, [&](int64_t c, int thread) { transform_input(c, xn + c * p_.H * p_.W, scratch_[thread]); });
+      pool.parallel_for(p_.C, [&](int64_t c, int thread) { transform_input(v, c, xn + c * p_.H * p_.W, scratch[thread]); });
       const float* rn = res ? res + n * p_.M * OHW : nullptr;
       float* yn = y + n * p_.M * OHW;
       plan_.run_gemm_tasks(pool, u_in_l2_,
                            [&](int64_t mpa, int64_t mpb, int64_t pi, bool first_pass, int thread) {
-                             tile(mpa, mpb, pi, rn, yn, scratch_[thread], first_pass);
+                             tile(v, mpa, mpb, pi, rn, yn, scratch[thread], first_pass);
                            });
     }
   }
@@ -91,31 +93,25 @@ class Conv2dWinogradF32 final : public Kernel {
                              step, kXi);
   }
 
-  // Workspace slots: 0 V (all xi, C rows, plan_.tpad tiles); 2 + t thread t's scratch.
-  void fetch_workspace(int threads) {
-    v_ = ops::workspace(0, kXi * p_.C * plan_.tpad);
-    scratch_.fetch(threads, scratch_floats_);
-  }
-
   // V element (xi, c, panel column j) of panel pan.
-  float* v_at(const Panel& pan, int64_t xi, int64_t c, int64_t j) const {
-    return v_ + xi * p_.C * plan_.tpad + pan.base * p_.C + c * pan.width + j;
+  float* v_at(float* v, const Panel& pan, int64_t xi, int64_t c, int64_t j) const {
+    return v + xi * p_.C * plan_.tpad + pan.base * p_.C + c * pan.width + j;
   }
 
-  void transform_input(int64_t c, const float* xc, float* plane) const {
+  void transform_input(float* v, int64_t c, const float* xc, float* plane) const {
     ops::copy_padded_plane(xc, p_.H, p_.W, p_.pad_top, p_.pad_left, plan_.PW, plane_floats_, 0.0f, plane);
     float* eo = plane + plane_floats_;
     ks_.split(plane, static_cast<size_t>(plan_.PW), static_cast<size_t>(plan_.PH), static_cast<size_t>(half_), eo);
     const int64_t ld = p_.C * plan_.tpad;
     for (const Panel& pan : plan_.panels)
       ks_.input(eo, static_cast<size_t>(half_), plan_.segs.data() + pan.seg_begin,
-                static_cast<size_t>(pan.seg_end - pan.seg_begin), static_cast<size_t>(pan.width), v_at(pan, 0, c, 0),
+                static_cast<size_t>(pan.seg_end - pan.seg_begin), static_cast<size_t>(pan.width), v_at(v, pan, 0, c, 0),
                 static_cast<size_t>(ld));
   }
 
   // Channel panels [mpa, mpb) x tile panel pi: per xi and K block, the GEMM of each channel panel
   // against the same B panel (in L1), into s[mp - mpa][xi][r][j]; then the output transforms.
-  void tile(int64_t mpa, int64_t mpb, int64_t pi, const float* res, float* y, float* s, bool first_pass) const {
+  void tile(float* v, int64_t mpa, int64_t mpb, int64_t pi, const float* res, float* y, float* s, bool first_pass) const {
     const Panel& pan = plan_.panels[static_cast<size_t>(pi)];
     const int64_t w = pan.width, slot = kXi * gk_.mr * w;
     const F32GemmUkernel* uks = w == gk_.nr ? gk_.main : gk_.tail;
@@ -132,7 +128,7 @@ class Conv2dWinogradF32 final : public Kernel {
           e.init = kb == 0 ? nullptr : c;
           e.ld_init = static_cast<size_t>(w);
           uks[mr](static_cast<size_t>(pan.nvalid), static_cast<size_t>(kc),
-                  u_.data() + m0 * kXi * p_.C + (xi * p_.C + k0) * mr, v_at(pan, xi, k0, 0), c, static_cast<size_t>(w),
+                  u_.data() + m0 * kXi * p_.C + (xi * p_.C + k0) * mr, v_at(v, pan, xi, k0, 0), c, static_cast<size_t>(w),
                   e);
         }
       }
@@ -166,8 +162,6 @@ class Conv2dWinogradF32 final : public Kernel {
   ConvPostOp post_;
   PackedWeights u_;
   std::vector<float> bias_;
-  float* v_ = nullptr;
-  ops::PerThreadWorkspace scratch_;
 };
 
 }  // namespace

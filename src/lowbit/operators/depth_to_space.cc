@@ -27,7 +27,7 @@ class DepthToSpace final : public Kernel {
       : x_(ctx.in(0).shape), b_(ctx.node.attrs.get_int("blocksize", 1)),
         crd_(ctx.node.attrs.get_string("mode", "DCR") == "CRD"), elem_(static_cast<size_t>(storage_bytes(ctx.in(0).dtype, 1))) {}
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const int64_t N = x_[0], C = x_[1], H = x_[2], W = x_[3], b = b_, OC = C / (b * b), OW = W * b;
     const auto* x = static_cast<const uint8_t*>(in[0].data);
     auto* y = static_cast<uint8_t*>(out[0].data);

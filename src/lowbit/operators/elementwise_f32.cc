@@ -82,7 +82,7 @@ class VElementwise final : public Kernel {
     binary_ = bc_.a_full && bc_.b_full ? ks.vv[e.index] : bc_.a_full ? ks.vs[e.index] : ks.sv[e.index];
   }
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     float* y = out[0].as<float>();
     if (unary_) {
       VUnaryParams p = params_;
@@ -150,7 +150,7 @@ class BatchNormF32 final : public Kernel {
     per_task_ = std::max<int64_t>(1, kChunk / std::max<int64_t>(inner_, 1));
   }
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const float* x = in[0].as<float>();
     float* y = out[0].as<float>();
     pool.parallel_for((planes_ + per_task_ - 1) / per_task_, [&](int64_t t, int) {

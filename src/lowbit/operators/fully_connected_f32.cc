@@ -41,18 +41,19 @@ class FullyConnectedF32 final : public Kernel {
     if (bias)
       for (int64_t n = 0; n < N; ++n) bias_.data<float>()[n] = bias[n * bias_step] * beta;
     has_bias_ = bias != nullptr;
-    if (rows > 1 || trans_a) apack_ = Tensor(DType::f32, {ceil_div(rows, mr_) * mr_ * K});
+    apack_floats_ = rows > 1 || trans_a ? ceil_div(rows, mr_) * mr_ * K : 0;
+    if (apack_floats_) ops::workspace(0, apack_floats_);  // warm it now, not in the first inference
   }
 
   int64_t packed_weight_bytes() const override { return packed_.nbytes() + (has_bias_ ? bias_.nbytes() : 0); }
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const float* a = in[0].as<float>();
     float* y = out[0].as<float>();
     const int64_t mpanels = ceil_div(rows_, mr_);
-    if (!apack_.empty()) {
-      // Row panel mp holds rows [MR mp, MR mp + mr) as K x mr.
-      float* ap = apack_.data<float>();
+    if (apack_floats_) {
+      // Row panel mp holds rows [MR mp, MR mp + mr) as K x mr (workspace slot 0).
+      float* ap = ops::workspace(0, apack_floats_);
       pool.parallel_for(mpanels, [&](int64_t mp, int) {
         const int64_t m0 = mp * mr_, mr = std::min(mr_, rows_ - m0);
         float* dst = ap + m0 * K_;
@@ -90,7 +91,8 @@ class FullyConnectedF32 final : public Kernel {
   int64_t npanels_ = 0;
   bool has_bias_ = false;
   PackedWeights packed_;
-  Tensor bias_, apack_;
+  Tensor bias_;
+  int64_t apack_floats_ = 0;  // the packed activation rows (0: read in place)
 };
 
 // (Not shape_str: inlined here it trips GCC 12's -Wrestrict false positive under -O3.)

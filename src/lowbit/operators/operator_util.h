@@ -34,32 +34,14 @@ inline std::string need_rank4(const NodeContext& ctx) {
   return "input rank " + std::to_string(r) + ", needs 4-D NCHW";
 }
 
-// 64-byte aligned float scratch, one slot per thread, grown on demand (first run with a bigger
-// pool) and otherwise reused across inferences.
-class ThreadScratch {
- public:
-  ThreadScratch() = default;
-  ThreadScratch(int threads, int64_t floats) { reserve(threads, floats); }
-  void reserve(int threads, int64_t floats) {
-    if (floats > floats_) {
-      slots_.clear();
-      floats_ = floats;
-    }
-    while (static_cast<int>(slots_.size()) < threads) slots_.emplace_back(DType::f32, Shape{floats_});
-  }
-  float* get(int thread) { return slots_[static_cast<size_t>(thread)].data<float>(); }
-  int64_t floats() const { return floats_; }
-
- private:
-  int64_t floats_ = 0;
-  std::vector<Tensor> slots_;
-};
-
-// Scratch shared by every kernel run from the calling thread. Operators run one after another, so
-// a model holds the largest scratch any kernel needs rather than the sum over kernels. A slot is
-// grown on first use and then reused (nothing is allocated per inference once warm); growing one
-// slot moves only that slot, so fetch every slot a run needs before handing pointers to the pool.
-// Contents do not survive other kernels: rewrite what you read.
+// Scratch of the run's calling thread. Kernels are immutable once created (Kernel::run is const)
+// so that many threads may run one compiled model at once; what a run writes besides its outputs
+// lives here, keyed by the calling thread: each concurrent run has its own. Operators run one
+// after another, so a thread holds the largest scratch any kernel needs rather than the sum over
+// kernels. A slot is grown on first use and then reused (nothing is allocated per inference once
+// warm); growing one slot moves only that slot, so fetch every slot a run needs before handing
+// pointers to the pool. Contents do not survive other kernels: rewrite what you read. Slots are
+// 64-byte aligned (Tensor storage).
 inline float* workspace(size_t slot, int64_t floats) {
   thread_local std::vector<Tensor> slots;
   if (slots.size() <= slot) slots.resize(slot + 1);
@@ -68,19 +50,17 @@ inline float* workspace(size_t slot, int64_t floats) {
   return t.data<float>();
 }
 
-// One workspace slot per pool thread (slots first, first + 1, ...). The pointer table is a member
-// of the kernel, so a warm run allocates nothing; fetch() on the run's calling thread.
-class PerThreadWorkspace {
- public:
-  void fetch(int threads, int64_t floats, size_t first = 2) {
-    ptrs_.resize(static_cast<size_t>(threads));
-    for (size_t t = 0; t < ptrs_.size(); ++t) ptrs_[t] = workspace(first + t, floats);
-  }
-  float* operator[](int thread) const { return ptrs_[static_cast<size_t>(thread)]; }
-
- private:
-  std::vector<float*> ptrs_;
-};
+// One workspace slot per pool thread (slots first, first + 1, ...): table[thread] is that
+// thread's scratch. Call it on the run's calling thread, before parallel_for; the table stays
+// valid until the next call with the same `first` on this thread.
+inline float* const* per_thread_workspace(int threads, int64_t floats, size_t first = 2) {
+  thread_local std::vector<std::vector<float*>> tables;
+  if (tables.size() <= first) tables.resize(first + 1);
+  std::vector<float*>& table = tables[first];
+  table.resize(static_cast<size_t>(std::max(threads, 1)));
+  for (size_t t = 0; t < table.size(); ++t) table[t] = workspace(first + t, floats);
+  return table.data();
+}
 
 // Copies an H x W plane into rows of PW floats, surrounded by `fill`: pt rows above, pl columns
 // left, and fill up to `total` floats (the rows below, the right columns, any slack).

@@ -12,7 +12,7 @@ class MaxPoolB1 final : public Kernel {
  public:
   explicit MaxPoolB1(const Pool2dParams& p) : p_(p), cw_(p.C / kSignWordBits) {}
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const uint64_t* x = static_cast<const uint64_t*>(in[0].data);
     uint64_t* y = static_cast<uint64_t*>(out[0].data);
     const int64_t rows = p_.N * p_.OH;

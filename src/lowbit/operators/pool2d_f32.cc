@@ -21,7 +21,7 @@ class Pool2dF32 final : public Kernel {
     PH_ = std::max(p.H + p.pad_top + p.pad_bottom, (p.OH - 1) * p.SH + (p.KH - 1) * p.DH + 1);
     PW_ = std::max(p.W + p.pad_left + p.pad_right, (p.OW - 1) * p.SW + (p.KW - 1) * p.DW + 1);
     plane_floats_ = PH_ * PW_ + 32 * p.SW + 32;  // the kernels' vector over-read past the last row
-    planes_.fetch(std::max(threads, 1), plane_floats_);
+    ops::per_thread_workspace(threads, plane_floats_);  // warm it now, not in the first inference
     geom_ = {static_cast<size_t>(p.KH), static_cast<size_t>(p.KW), static_cast<size_t>(p.SH),
              static_cast<size_t>(p.SW), static_cast<size_t>(p.DH), static_cast<size_t>(p.DW),
              static_cast<size_t>(p.OH), static_cast<size_t>(p.OW)};
@@ -31,13 +31,13 @@ class Pool2dF32 final : public Kernel {
     }
   }
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
-    planes_.fetch(pool.size(), plane_floats_);
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
+    float* const* planes = ops::per_thread_workspace(pool.size(), plane_floats_);
     const float* x = in[0].as<float>();
     float* y = out[0].as<float>();
     const float fill = max_ ? -std::numeric_limits<float>::infinity() : 0.0f;
     pool.parallel_for(p_.N * p_.C, [&](int64_t plane_index, int thread) {
-      float* plane = planes_[thread];
+      float* plane = planes[thread];
       ops::copy_padded_plane(x + plane_index * p_.H * p_.W, p_.H, p_.W, p_.pad_top, p_.pad_left, PW_, plane_floats_,
                              fill, plane);
       float* dst = y + plane_index * p_.OH * p_.OW;
@@ -71,13 +71,12 @@ class Pool2dF32 final : public Kernel {
   int64_t PH_ = 0, PW_ = 0, plane_floats_ = 0;
   F32PoolGeometry geom_{};
   std::vector<float> inv_h_, inv_w_;
-  ops::PerThreadWorkspace planes_;
 };
 
 #if defined(__x86_64__)
 class GlobalAvgPoolF32 final : public Kernel {
  public:
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const Shape& s = in[0].shape;
     const int64_t planes = s[0] * s[1], n = in[0].numel() / std::max<int64_t>(planes, 1);
     const int64_t chunk = 64;

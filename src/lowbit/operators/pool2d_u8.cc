@@ -43,15 +43,15 @@ class MaxPoolU8 final : public Kernel {
              static_cast<size_t>(p.OH), static_cast<size_t>(p.OW), static_cast<size_t>(ops::ceil_div(PW, p.SW) + 32)};
     ld_row_ = p.SW * static_cast<int64_t>(geom_.ld_phase);
     plane_floats_ = ops::ceil_div(PH_ * ld_row_, 4);
-    scratch_.reserve(std::max(threads, 1), plane_floats_);
+    ops::per_thread_workspace(threads, plane_floats_);  // warm it now, not in the first inference
   }
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
-    scratch_.reserve(pool.size(), plane_floats_);
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
+    float* const* scratch = ops::per_thread_workspace(pool.size(), plane_floats_);
     const uint8_t* x = in[0].as<uint8_t>();
     uint8_t* y = out[0].as<uint8_t>();
     pool.parallel_for(p_.N * p_.C, [&](int64_t plane_index, int thread) {
-      uint8_t* plane = reinterpret_cast<uint8_t*>(scratch_.get(thread));
+      uint8_t* plane = reinterpret_cast<uint8_t*>(scratch[thread]);
       const uint8_t* src = x + plane_index * p_.H * p_.W;
       std::memset(plane, 0, static_cast<size_t>(p_.pad_top * ld_row_));
       for (int64_t h = 0; h < p_.H; ++h)
@@ -67,7 +67,6 @@ class MaxPoolU8 final : public Kernel {
   Qu8PoolKernels ks_;
   int64_t PH_ = 0, ld_row_ = 0, plane_floats_ = 0;
   Qu8PoolGeometry geom_{};
-  ops::ThreadScratch scratch_;
 };
 
 // AveragePool from the input planes (kernels/qu8-pool/qu8_pool.h, Qu8AvgGeometry); per thread,
@@ -100,15 +99,15 @@ class AvgPoolU8 final : public Kernel {
     geom_ = {z(p.H),  z(p.W),  z(p.KH),        z(p.KW),      z(p.SH),      z(p.SW),      z(p.DH), z(p.DW),
              z(p.OH), z(p.OW), p.pad_top, w_first_.data(), in_w_.data(), w_inside, cnt_.data(), corr_.data(), zp};
     scratch_floats_ = p.W + p.OH * p.OW;  // uint32 sums, in float-sized scratch
-    scratch_.reserve(std::max(threads, 1), scratch_floats_);
+    ops::per_thread_workspace(threads, scratch_floats_);  // warm it now, not in the first inference
   }
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
-    scratch_.reserve(pool.size(), scratch_floats_);
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
+    float* const* scratch = ops::per_thread_workspace(pool.size(), scratch_floats_);
     const uint8_t* x = in[0].as<uint8_t>();
     uint8_t* y = out[0].as<uint8_t>();
     pool.parallel_for(p_.N * p_.C, [&](int64_t plane, int thread) {
-      ks_.avgpool(x + plane * p_.H * p_.W, geom_, reinterpret_cast<uint32_t*>(scratch_.get(thread)),
+      ks_.avgpool(x + plane * p_.H * p_.W, geom_, reinterpret_cast<uint32_t*>(scratch[thread]),
                   y + plane * p_.OH * p_.OW);
     });
   }
@@ -119,7 +118,6 @@ class AvgPoolU8 final : public Kernel {
   std::vector<int32_t> w_first_, in_w_, cnt_, corr_;
   Qu8AvgGeometry geom_{};
   int64_t scratch_floats_ = 0;
-  ops::ThreadScratch scratch_;
 };
 
 class GlobalAvgPoolU8 final : public Kernel {
@@ -134,7 +132,7 @@ class GlobalAvgPoolU8 final : public Kernel {
     const int64_t zx = qx ? qx->zero_point[0] : 0, zy = qy ? qy->zero_point[0] : 0;
     rq_ = {sx / (sy * static_cast<double>(s[2] * s[3])), zx, zy, r.lo, r.hi, sx == sy && zx == zy};
   }
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const Shape& s = in[0].shape;
     const int64_t planes = s[0] * s[1], n = s[2] * s[3], chunk = 64;
     const uint8_t* x = in[0].as<uint8_t>();

@@ -33,7 +33,7 @@ class QAddU8 final : public Kernel {
     p_.qmax = static_cast<float>(hi - p_.zp_y);
   }
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const int64_t n = out[0].numel(), chunk = 16384, tasks = ops::ceil_div(n, chunk);
     const uint8_t *a = in[0].as<uint8_t>(), *b = in[1].as<uint8_t>();
     uint8_t* y = out[0].as<uint8_t>();

@@ -62,12 +62,10 @@ class QConv2dIgemm final : public Kernel {
     padded_copy_ = pad && taps_ == 1;
     PH_ = padded_copy_ ? p.H + p.pad_top + p.pad_bottom : p.H;
     PW_ = padded_copy_ ? p.W + p.pad_left + p.pad_right : p.W;
-    if (padded_copy_) {
-      // Border filled with zp_x once; run() rewrites only the interior. 64 bytes of slack let the
-      // packers use vector loads up to the end.
-      padded_ = Tensor(DType::u8, {p.C * PH_ * PW_ + 64});
-      std::memset(padded_.data<uint8_t>(), zp_x_, static_cast<size_t>(padded_.numel()));
-    }
+    // The padded copy (workspace slot 2, rewritten border and all by every run: the workspace
+    // is the calling thread's, shared with other kernels). 64 bytes of slack let the packers use
+    // vector loads up to the end.
+    padded_bytes_ = padded_copy_ ? p.C * PH_ * PW_ + 64 : 0;
 
     // koff_[k]: where row k of the im2col matrix starts (plus a run's src); wk[k]: its column in
     // the weights (their k order is c-major, the reference's).
@@ -243,7 +241,7 @@ class QConv2dIgemm final : public Kernel {
     const int64_t fbytes = block_ > 0 ? partial_words_ * 4 + 64 : 0;
     scratch_floats_ =
         floats_for(bbytes_ + 64 + rbytes_ + 64 + (partial_words_ + mpanels_ * kRiderWords) * 4 + abytes_ + fbytes);
-    scratch_.reserve(std::max(ctx.threads, 1), scratch_floats_);
+    ops::per_thread_workspace(ctx.threads, scratch_floats_, 3);  // warm it now, not in the first inference
   }
 
   // Packs the node's weights into packed_ (the layout above: wk[k] is the weights' column of
@@ -339,9 +337,12 @@ class QConv2dIgemm final : public Kernel {
   }
   bool uses_prepacked() const override { return stored_; }
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const int threads = pool.size();
-    scratch_.reserve(threads, scratch_floats_);
+    // Workspace slots: 0 the shared B panels, 1 the expanded weights, 2 the padded copy, 3 + t
+    // thread t's scratch.
+    float* const* scratch = ops::per_thread_workspace(threads, scratch_floats_, 3);
+    uint8_t* const padded = padded_copy_ ? reinterpret_cast<uint8_t*>(ops::workspace(2, floats_for(padded_bytes_))) : nullptr;
     const uint8_t* x = in[0].as<uint8_t>();
     const uint8_t* res = in.size() > 3 && in[3].data ? in[3].as<uint8_t>() : nullptr;
     uint8_t* y = out[0].as<uint8_t>();
@@ -363,17 +364,27 @@ class QConv2dIgemm final : public Kernel {
       const uint8_t* xn = x + n * p_.C * p_.H * p_.W;
       int64_t avail = p_.C * p_.H * p_.W;
       if (padded_copy_) {
-        uint8_t* pd = padded_.data<uint8_t>();
+        uint8_t* pd = padded;
+        const auto zp = static_cast<int>(zp_x_);
         // By row blocks, not channels: each thread copies the rows its own pixel panels read.
-        const int64_t nb = ops::row_blocks(p_.H, threads);
+        const int64_t nb = ops::row_blocks(PH_, threads);
         pool.parallel_for(nb, [&](int64_t b, int) {
           for (int64_t c = 0; c < p_.C; ++c)
-            for (int64_t h = p_.H * b / nb; h < p_.H * (b + 1) / nb; ++h)
-              std::memcpy(pd + c * PH_ * PW_ + (h + p_.pad_top) * PW_ + p_.pad_left, xn + (c * p_.H + h) * p_.W,
-                          static_cast<size_t>(p_.W));
+            for (int64_t ph = PH_ * b / nb; ph < PH_ * (b + 1) / nb; ++ph) {
+              uint8_t* row = pd + (c * PH_ + ph) * PW_;
+              const int64_t h = ph - p_.pad_top;
+              if (h < 0 || h >= p_.H) {
+                std::memset(row, zp, static_cast<size_t>(PW_));
+                continue;
+              }
+              std::memset(row, zp, static_cast<size_t>(p_.pad_left));
+              std::memcpy(row + p_.pad_left, xn + (c * p_.H + h) * p_.W, static_cast<size_t>(p_.W));
+              std::memset(row + p_.pad_left + p_.W, zp, static_cast<size_t>(PW_ - p_.pad_left - p_.W));
+            }
         });
+        std::memset(pd + p_.C * PH_ * PW_, zp, 64);
         xn = pd;
-        avail = padded_.numel();
+        avail = padded_bytes_;
       }
       const uint8_t* rn = res ? res + n * p_.M * OHW_ : nullptr;
       uint8_t* yn = y + n * p_.M * OHW_;
@@ -395,7 +406,7 @@ class QConv2dIgemm final : public Kernel {
       pool.parallel_for(outer * msplit, [&](int64_t t, int thread) {
         const int64_t ms = t % msplit, pi = (t / msplit) % npanels, g = t / (msplit * npanels);
         tile_panel(g, pi, mpanels_ * ms / msplit, mpanels_ * (ms + 1) / msplit, xn, avail, rn, yn,
-                   reinterpret_cast<uint8_t*>(scratch_.get(thread)),
+                   reinterpret_cast<uint8_t*>(scratch[thread]),
                    shared ? shared + (g * npanels + pi) * nkb_ * shared_stride() : nullptr, expanded);
       });
     }
@@ -565,7 +576,8 @@ class QConv2dIgemm final : public Kernel {
   std::vector<Qu8Im2colRun> runs_;
   int64_t nkb_ = 0, kgb_ = 0, mpanels_ = 0, bbytes_ = 0, rbytes_ = 0, partial_words_ = 0, scratch_floats_ = 0;
   // Weight blocks (int8 words, or packed sub-byte chunks when expand_ is set) and their offsets.
-  Tensor packed_, padded_;
+  Tensor packed_;
+  int64_t padded_bytes_ = 0;
   // packed_'s layout (Kernel::prepacked): its parameters, then a hash of the weights they come from.
   std::string layout_key() const {
     char h[24];
@@ -586,7 +598,6 @@ class QConv2dIgemm final : public Kernel {
   int reg_bits_ = 8;  // bits per code in the tiles' weight words (ks.weight_bits)
   int64_t abytes_ = 0;
   std::vector<int32_t> row_init_;
-  ops::ThreadScratch scratch_;
 };
 
 

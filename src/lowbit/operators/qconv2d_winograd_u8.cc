@@ -87,18 +87,17 @@ class QConvWinogradU8 final : public Kernel {
         kg * plane_bytes_ + (u8x4_ ? kXi * img_ld_ : kg * (2 * plan_.PH * half_ * 2)) + 64;
     const int64_t gemm_bytes = kGroup * kXi * ks_.mr * ks_.nr * 4;
     scratch_floats_ = ceil_div(std::max(input_bytes, gemm_bytes), 4) + 16;
-    scratch_.reserve(std::max(ctx.threads, 1), scratch_floats_);
+    ops::per_thread_workspace(ctx.threads, scratch_floats_);  // warm it now, not in the first inference
   }
 
   int64_t packed_weight_bytes() const override {
     return packed_.nbytes() + static_cast<int64_t>((rq_.scale.size() + rq_.bias.size() + row_init_.size()) * 4);
   }
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
-    const int threads = pool.size();
-    scratch_.reserve(threads, scratch_floats_);
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
+    float* const* scratch = ops::per_thread_workspace(pool.size(), scratch_floats_);
     // V: per xi, ngroups_ k groups of every tile panel, kg channels x (2 or 1) bytes per tile.
-    v_ = reinterpret_cast<uint8_t*>(ops::workspace(0, ceil_div(kXi * v_xi_bytes(), 4) + 16));
+    uint8_t* const v = reinterpret_cast<uint8_t*>(ops::workspace(0, ceil_div(kXi * v_xi_bytes(), 4) + 16));
     const uint8_t* x = in[0].as<uint8_t>();
     const uint8_t* res = in.size() > 3 && in[3].data ? in[3].as<uint8_t>() : nullptr;
     uint8_t* y = out[0].as<uint8_t>();
@@ -106,13 +105,13 @@ class QConvWinogradU8 final : public Kernel {
     for (int64_t n = 0; n < p_.N; ++n) {
       const uint8_t* xn = x + n * p_.C * p_.H * p_.W;
       pool.parallel_for(ngroups_, [&](int64_t g, int thread) {
-        transform_group(g, xn, reinterpret_cast<uint8_t*>(scratch_.get(thread)));
+        transform_group(v, g, xn, reinterpret_cast<uint8_t*>(scratch[thread]));
       });
       const uint8_t* rn = res ? res + n * p_.M * OHW : nullptr;
       uint8_t* yn = y + n * p_.M * OHW;
       plan_.run_gemm_tasks(pool, u_in_l2_,
                            [&](int64_t mpa, int64_t mpb, int64_t pi, bool first_pass, int thread) {
-                             tile(mpa, mpb, pi, rn, yn, reinterpret_cast<int32_t*>(scratch_.get(thread)), first_pass);
+                             tile(v, mpa, mpb, pi, rn, yn, reinterpret_cast<int32_t*>(scratch[thread]), first_pass);
                            });
     }
   }
@@ -133,13 +132,13 @@ class QConvWinogradU8 final : public Kernel {
   int64_t v_xi_bytes() const { return ceil_div(v_group_bytes() * ngroups_ * plan_.tpad, 64) * 64; }
 
   // B layout of xi, panel pan, k group g: the micro-kernels' panel (g rows of width x kg values).
-  uint8_t* v_at(const Panel& pan, int64_t xi, int64_t g) const {
+  uint8_t* v_at(uint8_t* v, const Panel& pan, int64_t xi, int64_t g) const {
     const int64_t gb = v_group_bytes();
-    return v_ + xi * v_xi_bytes() + pan.base * gb * ngroups_ + g * gb * pan.width;
+    return v + xi * v_xi_bytes() + pan.base * gb * ngroups_ + g * gb * pan.width;
   }
 
   // The input transform of k group g's channels (2 or 4) into V, for every tile panel.
-  void transform_group(int64_t g, const uint8_t* x, uint8_t* scratch) const {
+  void transform_group(uint8_t* v, int64_t g, const uint8_t* x, uint8_t* scratch) const {
     const int64_t kg = ks_.kg;
     const int16_t* eo[4] = {nullptr, nullptr, nullptr, nullptr};
     const uint8_t* planes[4] = {nullptr, nullptr, nullptr, nullptr};
@@ -167,7 +166,7 @@ class QConvWinogradU8 final : public Kernel {
                                                     static_cast<size_t>(th), static_cast<size_t>(plan_.TW),
                                                     img + 4 * th * plan_.TW, static_cast<size_t>(img_ld_));
       for (const Panel& pan : plan_.panels) {
-        uint8_t* dst = v_at(pan, 0, g);
+        uint8_t* dst = v_at(v, pan, 0, g);
         const uint8_t* src = img + 4 * pan.t0;
         for (int64_t xi = 0; xi < kXi; ++xi)
           std::memcpy(dst + xi * ld, src + xi * img_ld_, static_cast<size_t>(4 * pan.width));
@@ -177,11 +176,11 @@ class QConvWinogradU8 final : public Kernel {
     for (const Panel& pan : plan_.panels)
       qu8_winograd_input_2x2_3x3__avx2(eo[0], eo[1], static_cast<size_t>(half_), plan_.segs.data() + pan.seg_begin,
                                        static_cast<size_t>(pan.seg_end - pan.seg_begin),
-                                       static_cast<size_t>(pan.width), reinterpret_cast<int16_t*>(v_at(pan, 0, g)),
+                                       static_cast<size_t>(pan.width), reinterpret_cast<int16_t*>(v_at(v, pan, 0, g)),
                                        static_cast<size_t>(ld / 2));
   }
 
-  void tile(int64_t mpa, int64_t mpb, int64_t pi, const uint8_t* res, uint8_t* y, int32_t* s, bool first_pass) const {
+  void tile(uint8_t* v, int64_t mpa, int64_t mpb, int64_t pi, const uint8_t* res, uint8_t* y, int32_t* s, bool first_pass) const {
     const Panel& pan = plan_.panels[static_cast<size_t>(pi)];
     const int64_t w = pan.width, slot = kXi * ks_.mr * w;
     // A tail panel of a few tiles (14 x 14 maps: 7 x 7 = 3 x 16 + 1 tiles) runs channels in lanes:
@@ -209,7 +208,7 @@ class QConvWinogradU8 final : public Kernel {
           const int64_t g0 = kb * kgb_, nkg = std::min(kgb_, ngroups_ - g0);
           e.first = kb == 0;
           uks[mr](static_cast<size_t>(pan.nvalid), static_cast<size_t>(nkg),
-                  packed + m0 * kXi * ngroups_ + (xi * ngroups_ + g0) * mr, v_at(pan, xi, g0), nullptr, 0, e);
+                  packed + m0 * kXi * ngroups_ + (xi * ngroups_ + g0) * mr, v_at(v, pan, xi, g0), nullptr, 0, e);
         }
         if (narrow)
           for (int64_t j = 0; j < pan.nvalid; ++j)
@@ -251,8 +250,6 @@ class QConvWinogradU8 final : public Kernel {
   PackedWeights packed_;
   std::vector<int32_t> row_init_;  // u8x4: -64 sum_c U'[m][c][xi] at [xi * M + m]
   int64_t img_ld_ = 0;  // u8x4: bytes per xi of the image-order V + 64 buffer
-  uint8_t* v_ = nullptr;
-  ops::ThreadScratch scratch_;
 };
 #endif  // __x86_64__
 

@@ -40,15 +40,15 @@ class QDwConv2d final : public Kernel {
       }
     }
     scratch_floats_ = static_cast<int64_t>((plan_.scratch_bytes() + 63) / 4 + 16);
-    scratch_.reserve(std::max(ctx.threads, 1), scratch_floats_);
+    ops::per_thread_workspace(ctx.threads, scratch_floats_);  // warm it now, not in the first inference
   }
 
   int64_t packed_weight_bytes() const override {
     return static_cast<int64_t>(words_.size() * 4 + init_.size() * 4 + rq_.scale.size() * 8);
   }
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
-    scratch_.reserve(pool.size(), scratch_floats_);
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
+    float* const* slots = ops::per_thread_workspace(pool.size(), scratch_floats_);
     const uint8_t* x = in[0].as<uint8_t>();
     const uint8_t* res = in.size() > 3 && in[3].data ? in[3].as<uint8_t>() : nullptr;
     uint8_t* y = out[0].as<uint8_t>();
@@ -57,7 +57,7 @@ class QDwConv2d final : public Kernel {
     pool.parallel_for(p_.N * p_.C, [&](int64_t nc, int thread) {
       const size_t c = static_cast<size_t>(nc % p_.C);
       // 64-byte aligned inside the slot (a Tensor's data is at least 16-byte aligned).
-      auto* slot = reinterpret_cast<uint8_t*>(scratch_.get(thread));
+      auto* slot = reinterpret_cast<uint8_t*>(slots[thread]);
       void* scratch = slot + ((64 - reinterpret_cast<uintptr_t>(slot) % 64) % 64);
       Qu8GemmEpilogue e;
       e.scale = rq_.scale.data() + c;
@@ -80,7 +80,6 @@ class QDwConv2d final : public Kernel {
   Qu8DwPlan plan_;
   std::vector<int32_t> words_, init_;
   int64_t scratch_floats_ = 0;
-  ops::ThreadScratch scratch_;
 };
 
 }  // namespace

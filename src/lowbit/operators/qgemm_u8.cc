@@ -38,15 +38,15 @@ class QGemmGemv final : public Kernel {
 
   int64_t packed_weight_bytes() const override { return weights_.nbytes() + 8 * N_; }
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const int64_t M = in[0].shape[0];
     const uint8_t* x = in[0].as<uint8_t>();
     // Tasks: rows x channel chunks of 64 (a few hundred tasks at most for a classifier).
     const int64_t chunk = 64, nchunks = ceil_div(N_, chunk);
-    scratch_.reserve(pool.size(), (Kp_ * 2 + chunk * 4) / 4 + 16);
+    float* const* scratch = ops::per_thread_workspace(pool.size(), (Kp_ * 2 + chunk * 4) / 4 + 16);
     pool.parallel_for(M * nchunks, [&](int64_t t, int thread) {
       const int64_t m = t / nchunks, n0 = (t % nchunks) * chunk, nn = std::min(chunk, N_ - n0);
-      int16_t* a = reinterpret_cast<int16_t*>(scratch_.get(thread));
+      int16_t* a = reinterpret_cast<int16_t*>(scratch[thread]);
       int32_t* acc = reinterpret_cast<int32_t*>(a + Kp_);
       const uint8_t* xr = x + m * K_;
       for (int64_t k = 0; k < Kp_; ++k) a[k] = static_cast<int16_t>(k < K_ ? int32_t{xr[k]} - zp_x_ : 0);
@@ -73,7 +73,6 @@ class QGemmGemv final : public Kernel {
   int32_t zp_x_ = 0, lo_ = 0, hi_ = 255;
   float act_min_ = 0.0f, act_max_ = 0.0f;  // f32 output: the clamp in real units
   Tensor weights_;
-  ops::ThreadScratch scratch_;
 };
 
 }  // namespace

@@ -11,7 +11,7 @@ class QLut final : public Kernel {
  public:
   explicit QLut(const NodeContext& ctx) { std::memcpy(table_, ctx.constant(1)->data<uint8_t>(), 256); }
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const uint8_t* x = in[0].as<uint8_t>();
     uint8_t* y = out[0].as<uint8_t>();
     const int64_t n = out[0].numel();

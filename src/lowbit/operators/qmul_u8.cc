@@ -32,7 +32,7 @@ class QMulU8 final : public Kernel {
     inner_ = num_elements(ctx.out(0).shape) / std::max<int64_t>(1, num_elements(ctx.in(1).shape));
   }
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const uint8_t *a = in[0].as<uint8_t>(), *b = in[1].as<uint8_t>();
     uint8_t* y = out[0].as<uint8_t>();
     const int64_t nb = in[1].numel();

@@ -19,7 +19,7 @@ int32_t zero_point(std::span<const TensorView> in) { return in.size() > 2 && in[
 class QuantizeU8 final : public Kernel {
  public:
   explicit QuantizeU8(const NodeContext& ctx) : qmax_(code_range(ctx.out(0)).hi) {}
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const float* x = in[0].as<float>();
     const float scale = in[1].as<float>()[0];
     const int32_t zp = zero_point(in);
@@ -37,7 +37,7 @@ class QuantizeU8 final : public Kernel {
 
 class DequantizeU8 final : public Kernel {
  public:
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const uint8_t* x = in[0].as<uint8_t>();
     const float scale = in[1].as<float>()[0];
     const int32_t zp = zero_point(in);

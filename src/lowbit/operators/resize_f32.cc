@@ -56,7 +56,7 @@ class ResizeNearestInt final : public Kernel {
  public:
   ResizeNearestInt(const NodeContext& ctx, Factors f) : f_(f), x_(ctx.in(0).shape) {}
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const float* x = in[0].as<float>();
     float* y = out[0].as<float>();
     const int64_t H = x_[2], W = x_[3], OW = W * f_.fw, planes = x_[0] * x_[1];

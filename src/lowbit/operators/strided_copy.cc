@@ -52,7 +52,7 @@ class StridedCopy final : public Kernel {
     for (int64_t d : p_.dims) runs_ *= d;
   }
 
-  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) override {
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const auto* x = static_cast<const uint8_t*>(in[0].data) + p_.offset * static_cast<int64_t>(p_.elem);
     auto* y = static_cast<uint8_t*>(out[0].data);
     const size_t run_bytes = static_cast<size_t>(p_.run) * p_.elem;

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "lowbit/common/error.h"
+#include "lowbit/common/log.h"
+#include "lowbit/common/settings.h"
 #include "lowbit/ir/op_params.h"
 #include "lowbit/passes/passes.h"
 #include "lowbit/passes/qdq.h"
@@ -32,11 +34,6 @@ int64_t node_macs(const Graph& g, const Node& n) {
     return num_elements(y) * k;
   }
   return 0;
-}
-
-bool dispatch_verbose() {
-  const char* v = std::getenv("LOWBIT_VERBOSE");
-  return v && std::strstr(v, "dispatch");
 }
 
 std::string bytes_str(int64_t b) {
@@ -90,14 +87,16 @@ std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const Compile
     throw Error("the activations need " + bytes_str(m->arena_bytes_) + " (the memory plan's arena), over the " +
                 "memory cap of " + bytes_str(cap) + (opts.max_memory > 0 ? " (--max-memory)" : " (this machine's memory; --max-memory sets another)") +
                 "; check the input shapes");
-  m->arena_ = Tensor(DType::u8, {std::max<int64_t>(m->arena_bytes_, 1)});
-  m->pool_ = std::make_unique<ThreadPool>(opts.threads);
+  // The first run context: its pool settles the thread count the kernels are made for.
+  auto first = std::make_unique<RunContext>();
+  first->pool = std::make_unique<ThreadPool>(opts.threads);
+  m->threads_ = first->pool->size();
 
-  const bool verbose = dispatch_verbose();
+  const bool trace = verbose("dispatch");  // LOWBIT_VERBOSE=dispatch
   const Target& host = host_target();
   for (size_t i = 0; i < m->graph_.nodes.size(); ++i) {
     const Node& n = m->graph_.nodes[i];
-    NodeContext ctx{m->graph_, n, m->target_, m->pool_->size()};
+    NodeContext ctx{m->graph_, n, m->target_, m->threads_};
     Step s;
     s.node = static_cast<NodeId>(i);
     s.choice = select_kernel(ctx);
@@ -111,37 +110,80 @@ std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const Compile
       m->unrunnable_ = "node " + n.label() + " is compiled for " + s.choice.chosen->name +
                        ", which this CPU cannot run (target '" + m->target_.name + "')";
     s.macs = node_macs(m->graph_, n);
-    for (ValueId v : n.inputs) s.inputs.push_back(m->view_of(v));
-    for (ValueId v : n.outputs) s.outputs.push_back(m->view_of(v));
-    if (verbose) {
-      std::fprintf(stderr, "lowbit dispatch: %s -> %s\n", n.label().c_str(), s.choice.chosen->name.c_str());
-      for (auto& r : s.choice.rejected)
-        std::fprintf(stderr, "lowbit dispatch:   skipped %s: %s\n", r.candidate->name.c_str(), r.reason.c_str());
+    if (trace) {
+      std::string msg = "lowbit dispatch: " + n.label() + " -> " + s.choice.chosen->name;
+      for (auto& r : s.choice.rejected) msg += "\nlowbit dispatch:   skipped " + r.candidate->name + ": " + r.reason;
+      log_message(LogLevel::trace, msg);
     }
     m->steps_.push_back(std::move(s));
+  }
+  // Bind the first context's operands the way make_context() does, keeping its pool.
+  {
+    auto bound = m->make_context_with(std::move(first->pool));
+    m->idle_contexts_.push_back(std::move(bound));
+    m->contexts_made_ = 1;
   }
   if (opts.autotune) m->autotune();
   m->compile_ms_ = ms_since(t0);
   return m;
 }
 
-TensorView CompiledModel::view_of(ValueId v) {
-  if (v == kNoValue) return TensorView{};
-  const Value& val = graph_.value(v);
-  if (val.constant) return val.constant->view();
-  return TensorView{arena_.data<uint8_t>() + offsets_[static_cast<size_t>(v)], val.dtype, val.shape};
+std::unique_ptr<RunContext> CompiledModel::make_context_with(std::unique_ptr<ThreadPool> pool) const {
+  auto c = std::make_unique<RunContext>();
+  c->arena = Tensor(DType::u8, {std::max<int64_t>(arena_bytes_, 1)});
+  c->pool = pool ? std::move(pool) : std::make_unique<ThreadPool>(threads_);
+  uint8_t* base = c->arena.data<uint8_t>();
+  auto view_of = [&](ValueId v) {
+    if (v == kNoValue) return TensorView{};
+    const Value& val = graph_.value(v);
+    if (val.constant) return val.constant->view();
+    return TensorView{base + offsets_[static_cast<size_t>(v)], val.dtype, val.shape};
+  };
+  c->inputs.resize(steps_.size());
+  c->outputs.resize(steps_.size());
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Node& n = graph_.nodes[static_cast<size_t>(steps_[i].node)];
+    for (ValueId v : n.inputs) c->inputs[i].push_back(view_of(v));
+    for (ValueId v : n.outputs) c->outputs[i].push_back(view_of(v));
+  }
+  return c;
+}
+
+std::unique_ptr<RunContext> CompiledModel::acquire_context() {
+  {
+    std::lock_guard<std::mutex> lock(contexts_mu_);
+    if (!idle_contexts_.empty()) {
+      auto c = std::move(idle_contexts_.back());
+      idle_contexts_.pop_back();
+      return c;
+    }
+    ++contexts_made_;
+  }
+  return make_context_with(nullptr);  // outside the lock: an arena and a pool take a while
+}
+
+void CompiledModel::release_context(std::unique_ptr<RunContext> c) {
+  std::lock_guard<std::mutex> lock(contexts_mu_);
+  idle_contexts_.push_back(std::move(c));
+}
+
+int CompiledModel::contexts() const {
+  std::lock_guard<std::mutex> lock(contexts_mu_);
+  return contexts_made_;
 }
 
 // Times each applicable SIMD candidate of every node in place (on the arena's current, zeroed
 // contents: kernel speed does not depend on the values) and pins the fastest.
 void CompiledModel::autotune() {
   if (!host_target().missing(target_).empty()) throw Error("--autotune needs a target the host can run");
-  auto time_kernel = [&](Kernel& k, const Step& s) {
-    k.run(s.inputs, s.outputs, *pool_);
+  RunContext& c = *idle_contexts_.front();  // compile time: nobody else holds it
+  auto time_kernel = [&](const Kernel& k, const Step& s) {
+    const size_t i = static_cast<size_t>(&s - steps_.data());
+    k.run(c.inputs[i], c.outputs[i], *c.pool);
     double best = 1e300;
     for (int r = 0; r < 5; ++r) {
       auto t0 = Clock::now();
-      k.run(s.inputs, s.outputs, *pool_);
+      k.run(c.inputs[i], c.outputs[i], *c.pool);
       best = std::min(best, ms_since(t0));
     }
     return best;
@@ -152,7 +194,7 @@ void CompiledModel::autotune() {
     for (auto& r : s.choice.rejected)
       if (r.reason.rfind("applies", 0) == 0 && !r.candidate->features.empty()) options.push_back(r.candidate);
     if (options.size() < 2 || s.choice.chosen->features.empty()) continue;
-    NodeContext ctx{graph_, n, target_, pool_->size()};
+    NodeContext ctx{graph_, n, target_, threads_};
     const KernelCandidate* best = s.choice.chosen;
     double best_ms = time_kernel(*s.kernel, s);
     for (size_t i = 1; i < options.size(); ++i) {
@@ -232,30 +274,47 @@ std::vector<Tensor> CompiledModel::execute(const std::vector<Tensor>& inputs, st
   if (!unrunnable_.empty()) throw Error(unrunnable_);
   if (inputs.size() != g.inputs.size())
     throw Error("model takes " + std::to_string(g.inputs.size()) + " input(s), got " + std::to_string(inputs.size()));
-  uint8_t* arena = arena_.data<uint8_t>();
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& v = g.value(g.inputs[i]);
     if (inputs[i].dtype() != v.dtype || inputs[i].shape() != v.shape)
       throw Error("input '" + v.name + "' must be " + dtype_name(v.dtype) + " " + shape_str(v.shape) + ", got " +
                   dtype_name(inputs[i].dtype()) + " " + shape_str(inputs[i].shape()));
+  }
+  std::unique_ptr<RunContext> c = acquire_context();
+  try {
+    auto results = execute_in(*c, inputs, timings, observe);
+    release_context(std::move(c));
+    return results;
+  } catch (...) {
+    release_context(std::move(c));  // an observer may throw: the context is still whole
+    throw;
+  }
+}
+
+std::vector<Tensor> CompiledModel::execute_in(RunContext& c, const std::vector<Tensor>& inputs,
+                                              std::vector<LayerTiming>* timings, const Observer* observe) const {
+  const Graph& g = graph_;
+  uint8_t* arena = c.arena.data<uint8_t>();
+  for (size_t i = 0; i < inputs.size(); ++i) {
     if (offsets_[static_cast<size_t>(g.inputs[i])] >= 0)
       std::memcpy(arena + offsets_[static_cast<size_t>(g.inputs[i])], inputs[i].raw(),
                   static_cast<size_t>(inputs[i].nbytes()));
   }
   if (observe)
     for (size_t i = 0; i < inputs.size(); ++i) (*observe)(g.inputs[i], inputs[i].view());
-  for (const Step& s : steps_) {
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& s = steps_[i];
     if (timings) {
       auto t0 = Clock::now();
-      s.kernel->run(s.inputs, s.outputs, *pool_);
+      s.kernel->run(c.inputs[i], c.outputs[i], *c.pool);
       timings->push_back({s.node, ms_since(t0)});
     } else {
-      s.kernel->run(s.inputs, s.outputs, *pool_);
+      s.kernel->run(c.inputs[i], c.outputs[i], *c.pool);
     }
     if (observe) {
       const Node& n = g.nodes[static_cast<size_t>(s.node)];
       for (size_t k = 0; k < n.outputs.size(); ++k)
-        if (n.outputs[k] != kNoValue) (*observe)(n.outputs[k], s.outputs[k]);
+        if (n.outputs[k] != kNoValue) (*observe)(n.outputs[k], c.outputs[i][k]);
     }
   }
   std::vector<Tensor> results;

@@ -1,9 +1,19 @@
 #pragma once
 // Compile = validate -> passes -> memory plan -> dispatch (kernel per node, weights packed once).
 // Run = execute the steps over one activation arena.
+//
+// Concurrency: a compiled model is immutable once compiled, and run() (and its profiled and
+// observed forms) may be called from many threads at once on one model. Each call borrows a run
+// context: an activation arena, a thread pool of threads() threads, and the steps' operands bound
+// to that arena. Contexts are kept in a free list and reused; a call that finds none idle makes
+// another, so N concurrent callers hold N arenas (peak_activation_bytes() each) and N pools.
+// Kernels are const while they run (Kernel::run): what they write besides their outputs is the
+// calling thread's workspace (operators/operator_util.h). Outputs are bit-identical to a
+// single-threaded caller's: every kernel's result is independent of which context ran it.
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -41,8 +51,14 @@ struct Step {
   Choice choice;           // chosen kernel + rejected candidates with reasons
   std::unique_ptr<Kernel> kernel;
   int64_t macs = 0;
-  // The node's operands, bound once to the arena and the constants: runs copy no shapes.
-  std::vector<TensorView> inputs, outputs;
+};
+
+// One run's mutable state (see the top of this file).
+struct RunContext {
+  Tensor arena;
+  std::unique_ptr<ThreadPool> pool;
+  // Per step, the node's operands bound once to this arena and the constants: runs copy no shapes.
+  std::vector<std::vector<TensorView>> inputs, outputs;
 };
 
 struct LayerTiming {
@@ -67,8 +83,13 @@ class CompiledModel {
   const Graph& graph() const { return graph_; }
   const std::vector<Step>& steps() const { return steps_; }
   const Target& target() const { return target_; }
-  int threads() const { return pool_->size(); }
+  int threads() const { return threads_; }
+  // Run contexts made so far (1 after compile; more once callers overlapped).
+  int contexts() const;
   int64_t peak_activation_bytes() const { return arena_bytes_; }
+  // Where value v lives in every run context's arena (bytes from its start); -1 for constants
+  // and values outside the arena.
+  int64_t arena_offset(ValueId v) const { return offsets_.at(static_cast<size_t>(v)); }
   int64_t weight_bytes() const;  // bytes of constant tensors the steps read (packed where packed)
   // Bytes the kernels hold in their own layouts (packed panels, transformed weights, requantization
   // constants), built from those constants at creation: 4- and 2-bit weights stay packed where the
@@ -87,18 +108,25 @@ class CompiledModel {
   CompiledModel() = default;
   std::vector<Tensor> execute(const std::vector<Tensor>& inputs, std::vector<LayerTiming>* timings,
                               const Observer* observe = nullptr);
+  std::vector<Tensor> execute_in(RunContext& ctx, const std::vector<Tensor>& inputs, std::vector<LayerTiming>* timings,
+                                 const Observer* observe) const;
+  // A context with its own arena and operands; `pool` when given (compile's first), else a new one.
+  std::unique_ptr<RunContext> make_context_with(std::unique_ptr<ThreadPool> pool) const;
+  std::unique_ptr<RunContext> acquire_context();
+  void release_context(std::unique_ptr<RunContext> ctx);
 
   Graph graph_;
   Target target_;
   std::vector<Step> steps_;
-  std::unique_ptr<ThreadPool> pool_;
+  int threads_ = 1;
   std::vector<int64_t> offsets_;  // arena offset per value, -1 for constants / non-arena
   int64_t arena_bytes_ = 0;
   std::string unrunnable_;  // why run() must refuse: the first step compiled for features this CPU lacks
-  Tensor arena_;
   double compile_ms_ = 0;
+  mutable std::mutex contexts_mu_;
+  std::vector<std::unique_ptr<RunContext>> idle_contexts_;
+  int contexts_made_ = 0;
   void autotune();
-  TensorView view_of(ValueId v);
 };
 
 }  // namespace lowbit

@@ -14,7 +14,7 @@ class Kernel {
   virtual ~Kernel() = default;
   // inputs/outputs follow the node's input/output order (an omitted optional input has data
   // == nullptr). Output buffers are preallocated by the memory plan.
-  virtual void run(std::span<const TensorView> inputs, std::span<const TensorView> outputs, ThreadPool& pool) = 0;
+  virtual void run(std::span<const TensorView> inputs, std::span<const TensorView> outputs, ThreadPool& pool) const = 0;
   // Bytes of packed weights this kernel owns (reported by inspect/bench).
   virtual int64_t packed_weight_bytes() const { return 0; }
   // The weights in this kernel's own layout, for artifacts that carry it (`quantize --prepack`):
