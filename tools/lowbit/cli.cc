@@ -4,11 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <nlohmann/json.hpp>
 
 #include "lowbit/common/error.h"
-#include "lowbit/artifact/artifact.h"
+#include "lowbit/common/log.h"
 #include "lowbit/frontend/load_model.h"
 #include "lowbit/io/npy.h"
 #include "lowbit/io/synthetic.h"
@@ -71,33 +69,6 @@ ImagePreprocess image_preprocess(const ModelOptions& o) {
   return p;
 }
 
-Tensor load_input(const std::string& path, const Graph& g, size_t index, const ImagePreprocess& pre) {
-  if (is_image_file(path)) return load_image_tensor(path, g.value(g.inputs[index]).shape, pre);
-  return load_npy(path);
-}
-
-std::vector<std::vector<Tensor>> load_samples(const std::string& dir, const Graph& g, int limit,
-                                              const ImagePreprocess& pre) {
-  if (g.inputs.size() != 1) throw Error("--calib-data needs a model with one input");
-  std::vector<std::string> files;
-  if (!std::filesystem::is_directory(dir)) throw Error("--calib-data '" + dir + "' is not a folder");
-  for (auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".npy" || is_image_file(e.path().string())) files.push_back(e.path().string());
-  std::sort(files.begin(), files.end());
-  if (files.empty()) throw Error("--calib-data '" + dir + "' holds no .npy, .png, .jpg or .jpeg files");
-  std::vector<std::vector<Tensor>> samples;
-  for (auto& f : files) {
-    if (static_cast<int>(samples.size()) >= limit) break;
-    Tensor t = load_input(f, g, 0, pre);
-    const Value& in = g.value(g.inputs[0]);
-    if (t.shape() != in.shape)
-      throw Error("calibration sample '" + f + "' is " + shape_str(t.shape()) + ", the model takes " +
-                  shape_str(in.shape));
-    samples.push_back({t});
-  }
-  return samples;
-}
-
 QuantizeOptions quantize_options(const ModelOptions& o) {
   QuantizeOptions q;
   q.precision = parse_precision(o.precision);
@@ -110,86 +81,38 @@ QuantizeOptions quantize_options(const ModelOptions& o) {
 }
 
 BuiltModel build_model(const ModelOptions& o, bool foreign_ok) {
-  std::map<std::string, Shape> shapes;
-  for (auto& s : o.input_shapes) shapes.insert(parse_input_shape(s));
-  CompileOptions opts;
-  opts.target = parse_target(o.target);
-  opts.threads = o.threads;
-  opts.optimize = !o.no_optimize;
-  opts.allow_foreign_target = foreign_ok;
-  opts.autotune = o.autotune;
-  if (!o.max_memory.empty()) opts.max_memory = parse_memory_size(o.max_memory);
-  BuiltModel b;
-  b.precision = o.precision;
-  if (is_artifact_file(o.model)) {
-    Artifact a = load_artifact(o.model);
-    auto meta = nlohmann::json::parse(a.metadata_json);
-    b.precision = meta.value("precision", "fp32");
-    // An artifact runs for the target it was compiled for unless --target says otherwise, so a
-    // model made for cascadelake does not quietly fall back to other kernels on a lesser CPU.
-    if (o.target.empty() && meta.contains("target_spec")) {
-      opts.target = parse_target(meta["target_spec"]);
-      opts.target.name = meta.value("target", "?") + " (the artifact's target)";
-    }
-    b.graph = a.graph;
-    b.model = CompiledModel::compile(std::move(a.graph), opts);
-    return b;
+  BuildOptions b;
+  b.model = o.model;
+  for (auto& s : o.input_shapes) b.input_shapes.insert(parse_input_shape(s));
+  b.compile.threads = o.threads;
+  b.compile.optimize = !o.no_optimize;
+  b.compile.autotune = o.autotune;
+  if (!o.max_memory.empty()) b.compile.max_memory = parse_memory_size(o.max_memory);
+  if (!o.target.empty()) b.target = parse_target(o.target);
+  b.allow_foreign_target = foreign_ok;
+  b.precision = parse_precision(o.precision);
+  b.on_slow = parse_slow_policy(o.on_slow);
+  if (b.precision.quantized()) {
+    b.quantize = quantize_options(o);
+    b.quantize.synthetic_samples = o.calib_samples;
+    b.calibration_folder = o.calib_data;
+    b.preprocess = image_preprocess(o);
+    bool tty = isatty(2);
+    b.quantize.progress = [tty](int done, int total) {
+      if (!tty && done != total) return;
+      int w = 30, fill = done * w / total;
+      std::fprintf(stderr, "\rcalibrating [%s%s] %d/%d%s", std::string(static_cast<size_t>(fill), '#').c_str(),
+                   std::string(static_cast<size_t>(w - fill), '.').c_str(), done, total, done == total ? "\n" : "");
+    };
   }
-  Graph g = load_model(o.model, shapes);
-  const Precision precision = parse_precision(o.precision);
-  b.precision = precision.name();
-  if (!precision.quantized()) {
-    b.graph = g;
-    b.model = CompiledModel::compile(std::move(g), opts);
-    return b;
+  try {
+    return lowbit::build_model(b);
+  } catch (const Error& e) {
+    // The library names its inputs generically; the CLI user typed these flags.
+    std::string m = e.what();
+    if (!o.calib_data.empty() && m.rfind("calibration data '", 0) == 0) throw Error("--calib-data: " + m);
+    throw;
   }
-  // int8: the fp32 model must run here to calibrate, so compile it for the host.
-  CompileOptions fopts = opts;
-  fopts.target = host_target();
-  fopts.allow_foreign_target = false;
-  fopts.optimize = true;
-  fopts.autotune = false;
-  fopts.fuse_post_ops = false;  // calibration reads each conv's output before its activation
-  auto fp32 = CompiledModel::compile(std::move(g), fopts);
-  QuantizeOptions q = quantize_options(o);
-  q.synthetic_samples = o.calib_samples;
-  if (!o.calib_data.empty())
-    q.samples = load_samples(o.calib_data, fp32->graph(), o.calib_samples, image_preprocess(o));
-  bool tty = isatty(2);
-  q.progress = [tty](int done, int total) {
-    if (!tty && done != total) return;
-    int w = 30, fill = done * w / total;
-    std::fprintf(stderr, "\rcalibrating [%s%s] %d/%d%s", std::string(static_cast<size_t>(fill), '#').c_str(),
-                 std::string(static_cast<size_t>(w - fill), '.').c_str(), done, total, done == total ? "\n" : "");
-  };
-  SlowPolicy policy = parse_slow_policy(o.on_slow);
-  if (precision.subbyte()) {
-    auto kept = nodes_kept_8bit(fp32->graph(), q);
-    std::string list;
-    for (auto& [node, why] : kept) list += (list.empty() ? "" : ", ") + node + " (" + why + ")";
-    std::fprintf(stderr, "lowbit: %s: %zu node(s) kept at 8 bits%s%s\n", b.precision.c_str(), kept.size(),
-                 kept.empty() ? "" : ": ", list.c_str());
-  }
-  if (q.group_size > 0)
-    // Measured (Zen 4, AVX-512 VNNI, ResNet-50 w4a4): 56 ms at group size 32 and 47 ms at 128, against
-    // 26 ms with a scale per output channel; each group's int32 sums leave the tile to be scaled on
-    // their own (docs/subbyte.md).
-    std::fprintf(stderr,
-                 "lowbit: note: --group-size %d: a scale per %d input channels and tap, for accuracy; each group's "
-                 "sums are scaled on their own, which costs speed (ResNet-50 w4a4 ran 1.8-2.2x slower than with a "
-                 "scale per output channel on AVX-512 VNNI), and convs whose input channels the group size does "
-                 "not divide run the reference kernel or fp32\n",
-                 q.group_size, q.group_size);
-  QuantizedBuild qb = build_quantized(*fp32, opts, q, policy);
-  if (!qb.slow.empty()) std::fprintf(stderr, "lowbit: warning: %s\n", describe_slow_nodes(qb.slow, policy, opts.target.name).c_str());
-  for (const std::string& c : qb.constant_outputs) std::fprintf(stderr, "lowbit: warning: degenerate layer %s\n", c.c_str());
-  if (!qb.subbyte_on_int8.empty())
-    std::fprintf(stderr, "lowbit: note: %s\n",
-                 describe_subbyte_on_int8(qb.subbyte_on_int8, policy, opts.target.name).c_str());
-  b.graph = std::move(qb.graph);
-  b.model = std::move(qb.model);
-  b.slow = std::move(qb.slow);
-  return b;
 }
 
 std::vector<Tensor> random_inputs(const Graph& g, uint64_t seed) { return synthetic_inputs(g, seed); }

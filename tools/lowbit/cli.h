@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "lowbit/api/build.h"
 #include "lowbit/io/image.h"
+#include "lowbit/io/samples.h"
 #include "lowbit/quant/guard.h"
 #include "lowbit/runtime/compiled_model.h"
 
@@ -37,16 +39,9 @@ struct ModelOptions {
   std::string max_memory;  // empty: the machine's physical memory
 };
 
-struct BuiltModel {
-  std::unique_ptr<CompiledModel> model;
-  Graph graph;                 // what an artifact would store (quantized graph for int8)
-  std::vector<SlowNode> slow;  // the guard's findings (int8 only)
-  std::string precision;       // "fp32", "int8", "w4a8", ... (Precision::name)
-};
-
 // Adds MODEL and the options every model command shares.
 void add_model_options(CLI::App& cmd, ModelOptions& o);
-// Loads, validates, optimises, quantizes (int8) and dispatches; prints the guard's warnings.
+// The library's build_model (api/build.h) with the options parsed from the command line.
 // `foreign_ok`: allow a target the host cannot run.
 BuiltModel build_model(const ModelOptions& o, bool foreign_ok = false);
 inline std::unique_ptr<CompiledModel> compile_model(const ModelOptions& o, bool foreign_ok = false) {
@@ -55,11 +50,6 @@ inline std::unique_ptr<CompiledModel> compile_model(const ModelOptions& o, bool 
 ImagePreprocess image_preprocess(const ModelOptions& o);
 // The quantizer's options the model options ask for (precision, calibration, widths, storage).
 QuantizeOptions quantize_options(const ModelOptions& o);
-// Model input `index` from a file: an .npy as stored, or a PNG/JPEG preprocessed to that input's shape.
-Tensor load_input(const std::string& path, const Graph& g, size_t index, const ImagePreprocess& pre);
-// Samples from a folder of .npy files and/or images, sorted by name (one file per sample; models with one input).
-std::vector<std::vector<Tensor>> load_samples(const std::string& dir, const Graph& g, int limit,
-                                              const ImagePreprocess& pre = {});
 // Seeded synthetic inputs of the model's input shapes (io/synthetic.h).
 std::vector<Tensor> random_inputs(const Graph& g, uint64_t seed = 42);
 std::string human_bytes(int64_t bytes);

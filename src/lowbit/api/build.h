@@ -1,0 +1,48 @@
+#pragma once
+// The library's front door: a model (an .onnx file, an .lbm artifact or a zoo name) and what to do
+// with it in, a compiled model out. The CLI's model commands and embedding programs (the Python
+// package, the C API) all come through here, so each decision (an artifact runs for its own
+// target, the fp32 model calibrates on the host, what the guard reports) lives in one place.
+// Warnings and notes go to the log sink (common/log.h).
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lowbit/io/image.h"
+#include "lowbit/quant/guard.h"
+#include "lowbit/quant/precision.h"
+#include "lowbit/quant/quantize.h"
+#include "lowbit/runtime/compiled_model.h"
+
+namespace lowbit {
+
+struct BuildOptions {
+  std::string model;                          // .onnx path, .lbm path or zoo name
+  std::map<std::string, Shape> input_shapes;  // fix inputs' dynamic dims (not for artifacts)
+  // Target, threads, optimisation, autotuning, memory cap. An artifact runs for the target it
+  // was compiled for unless `target` is set.
+  CompileOptions compile;
+  std::optional<Target> target;    // empty: the host, or an artifact's own target
+  bool allow_foreign_target = false;  // compile for a target this CPU cannot run (explain/inspect)
+  Precision precision = kFp32;        // quantized on the fly (with calibration) unless fp32
+  // The quantizer's options (its precision field is set from `precision`). Calibration samples:
+  // quantize.samples, else `calibration_folder`, else quantize.synthetic_samples seeded ones.
+  QuantizeOptions quantize;
+  std::string calibration_folder;  // .npy / PNG / JPEG files, one per sample (io/samples.h)
+  ImagePreprocess preprocess;      // how images become tensors
+  SlowPolicy on_slow = SlowPolicy::fp32;
+};
+
+struct BuiltModel {
+  std::unique_ptr<CompiledModel> model;
+  Graph graph;                 // what an artifact would store (the quantized graph when quantized)
+  std::vector<SlowNode> slow;  // the guard's findings (quantized only)
+  std::string precision;       // "fp32", "int8", "w4a8", ... (Precision::name)
+};
+
+// Loads, validates, optimises, quantizes (unless fp32) and dispatches. Throws lowbit::Error.
+BuiltModel build_model(const BuildOptions& o);
+
+}  // namespace lowbit
