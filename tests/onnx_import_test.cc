@@ -222,6 +222,48 @@ TEST(OnnxImport, SubgraphsRejected) {
   expect_error([&] { b.import(); }, {"node 'branch' (If): subgraphs are unsupported"});
 }
 
+// Graph-size limits (OnnxLimits), each checked before anything is built from the graph; the limits
+// are lowered here so that the models stay small, the checks are the same.
+TEST(OnnxImport, GraphsOverTheLimitsAreRefusedNamingTheLimit) {
+  ModelBuilder b;
+  b.input("x", {1, 4}).output("y");
+  b.node("Relu", {"x"}, {"r1"}, "relu1");
+  b.node("Relu", {"r1"}, {"r2"}, "relu2");
+  b.node("Relu", {"r2"}, {"y"}, "relu3");
+  EXPECT_NO_THROW(b.import());
+  OnnxLimits few_nodes;
+  few_nodes.max_nodes = 2;
+  expect_error([&] { import_onnx_bytes(b.bytes(), {}, "t.onnx", few_nodes); },
+               {"t.onnx", "nodes: 3, over the importer's limit of 2"});
+  OnnxLimits small_file;
+  small_file.max_file_bytes = 8;
+  expect_error([&] { import_onnx_bytes(b.bytes(), {}, "t.onnx", small_file); }, {"t.onnx", "bytes, over the limit of 8"});
+  OnnxLimits few_values;
+  few_values.max_attribute_values = 3;
+  add_ints_attr(b.g->mutable_node(0), "junk", {1, 2, 3, 4});
+  expect_error([&] { import_onnx_bytes(b.bytes(), {}, "t.onnx", few_values); },
+               {"node 'relu1' (Relu) attribute 'junk' values: 4, over the importer's limit of 3"});
+}
+
+TEST(OnnxImport, DeclaredRanksOverTheLimitAreRefused) {
+  ModelBuilder b;
+  b.input("x", std::vector<int64_t>(17, 1)).output("y");
+  b.node("Relu", {"x"}, {"y"}, "relu1");
+  expect_error([&] { b.import(); }, {"graph input 'x' rank: 17, over the importer's limit of 16"});
+  ModelBuilder c;
+  c.input("x", {1, 4}).output("y");
+  c.init_f32("w", std::vector<int64_t>(20, 1), {1.f});
+  c.node("Add", {"x", "w"}, {"y"}, "add1");
+  expect_error([&] { c.import(); }, {"initializer 'w' rank: 20"});
+}
+
+TEST(OnnxImport, FilesOverTheLimitAreRefusedBeforeReading) {
+  const std::string p = write_file("limit.onnx", relu_model().bytes());
+  OnnxLimits tiny;
+  tiny.max_file_bytes = 4;
+  expect_error([&] { import_onnx_file(p, {}, tiny); }, {"limit.onnx", "external data"});
+}
+
 TEST(OnnxImport, UndefinedValue) {
   ModelBuilder b;
   b.input("x", {1, 4}).output("y");

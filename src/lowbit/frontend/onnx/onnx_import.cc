@@ -344,10 +344,44 @@ class Importer {
   std::unordered_map<std::string, ValueId> ids_;
 };
 
+// The graph against `lim` (onnx_import.h), before anything is built from it.
+void check_limits(const onnx::GraphProto& g, const OnnxLimits& lim) {
+  auto over = [](const std::string& what, int64_t n, int64_t cap) {
+    if (n > cap)
+      throw Error(what + ": " + std::to_string(n) + ", over the importer's limit of " + std::to_string(cap) +
+                  " (OnnxLimits in frontend/onnx/onnx_import.h)");
+  };
+  over("nodes", g.node_size(), lim.max_nodes);
+  over("initializers", g.initializer_size(), lim.max_initializers);
+  over("graph inputs", g.input_size(), lim.max_graph_io);
+  over("graph outputs", g.output_size(), lim.max_graph_io);
+  over("value_info entries", g.value_info_size(), lim.max_graph_io);
+  auto rank_of = [&](const onnx::ValueInfoProto& vi, const char* kind) {
+    if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape())
+      over(std::string(kind) + " '" + vi.name() + "' rank", vi.type().tensor_type().shape().dim_size(), lim.max_rank);
+  };
+  for (const auto& vi : g.input()) rank_of(vi, "graph input");
+  for (const auto& vi : g.output()) rank_of(vi, "graph output");
+  for (const auto& vi : g.value_info()) rank_of(vi, "value_info");
+  for (const auto& t : g.initializer()) over("initializer '" + t.name() + "' rank", t.dims_size(), lim.max_rank);
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& n = g.node(i);
+    const std::string label =
+        "node '" + (n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name()) + "' (" + n.op_type() + ")";
+    over(label + " inputs", n.input_size(), lim.max_node_io);
+    over(label + " outputs", n.output_size(), lim.max_node_io);
+    for (const auto& a : n.attribute()) {
+      const std::string an = label + " attribute '" + a.name() + "'";
+      over(an + " values", std::max({a.ints_size(), a.floats_size(), a.strings_size()}), lim.max_attribute_values);
+      if (a.has_t()) over(an + " tensor rank", a.t().dims_size(), lim.max_rank);
+    }
+  }
+}
+
 }  // namespace
 
 static Graph import_onnx(const std::string& bytes, const std::map<std::string, Shape>& input_shapes,
-                         const std::string& origin, ExternalDataDir* external) {
+                         const std::string& origin, ExternalDataDir* external, const OnnxLimits& limits) {
   const std::string what = "ONNX model '" + origin + "'";
   if (bytes.empty()) throw Error("cannot parse " + what + ": the file is empty");
   onnx::ModelProto m;
@@ -360,27 +394,38 @@ static Graph import_onnx(const std::string& bytes, const std::map<std::string, S
     throw Error("cannot parse " + what + ": not a valid ModelProto (truncated or corrupt): the graph has no " +
                 (m.graph().node_size() == 0 ? "nodes" : "outputs"));
   try {
+    check_limits(m.graph(), limits);
     return Importer(m, input_shapes, external).run();
   } catch (const Error& e) {
     throw Error(what + ": " + e.what());
   }
 }
 
-Graph import_onnx_file(const std::string& path, const std::map<std::string, Shape>& input_shapes) {
+Graph import_onnx_file(const std::string& path, const std::map<std::string, Shape>& input_shapes,
+                       const OnnxLimits& limits) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw Error("cannot open ONNX model '" + path + "': it is a directory");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && static_cast<int64_t>(size) > limits.max_file_bytes)
+    throw Error("ONNX model '" + path + "' is " + std::to_string(size) + " bytes, over the " +
+                std::to_string(limits.max_file_bytes) +
+                " a protobuf file can hold: save it with its weights as external data "
+                "(onnx.save_model(..., save_as_external_data=True))");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error("cannot open ONNX model '" + path + "': " + std::strerror(errno));
   std::ostringstream ss;
   ss << f.rdbuf();
   if (f.bad()) throw Error("cannot read ONNX model '" + path + "': " + std::strerror(errno));
   ExternalDataDir external(path);
-  return import_onnx(ss.str(), input_shapes, path, &external);
+  return import_onnx(ss.str(), input_shapes, path, &external, limits);
 }
 
 Graph import_onnx_bytes(const std::string& bytes, const std::map<std::string, Shape>& input_shapes,
-                        const std::string& origin) {
-  return import_onnx(bytes, input_shapes, origin, nullptr);
+                        const std::string& origin, const OnnxLimits& limits) {
+  if (static_cast<int64_t>(bytes.size()) > limits.max_file_bytes)
+    throw Error("ONNX model '" + origin + "' is " + std::to_string(bytes.size()) + " bytes, over the limit of " +
+                std::to_string(limits.max_file_bytes));
+  return import_onnx(bytes, input_shapes, origin, nullptr, limits);
 }
 
 }  // namespace lowbit
