@@ -9,48 +9,14 @@
 #include <numeric>
 
 #include "cli.h"
+#include "lowbit/api/bench.h"
 #include "lowbit/common/error.h"
 
 namespace lowbit::cli {
 namespace {
 
-struct Stats {
-  double mean, median, p90, p99, min, max, stddev;
-};
-
-double percentile(const std::vector<double>& sorted, double p) {
-  if (sorted.size() == 1) return sorted[0];
-  double pos = p * static_cast<double>(sorted.size() - 1);
-  size_t lo = static_cast<size_t>(pos);
-  size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
-}
-
-Stats stats_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  Stats s{};
-  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-  s.median = percentile(v, 0.5);
-  s.p90 = percentile(v, 0.9);
-  s.p99 = percentile(v, 0.99);
-  s.min = v.front();
-  s.max = v.back();
-  double var = 0;
-  for (double x : v) var += (x - s.mean) * (x - s.mean);
-  s.stddev = std::sqrt(var / static_cast<double>(v.size()));
-  return s;
-}
-
-std::vector<double> time_runs(CompiledModel& m, const std::vector<Tensor>& in, int warmup, int runs) {
-  for (int i = 0; i < warmup; ++i) m.run(in);
-  std::vector<double> ms;
-  for (int i = 0; i < runs; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    m.run(in);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return ms;
-}
+using Stats = LatencyStats;
+Stats stats_of(std::vector<double> v) { return latency_stats(std::move(v)); }
 
 }  // namespace
 
@@ -93,8 +59,7 @@ void register_bench(CLI::App& app) {
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     Stats s = stats_of(ms);
-    int64_t macs = 0;
-    for (auto& st : model->steps()) macs += st.macs;
+    const int64_t macs = model_macs(*model);
     std::printf("model %s  precision %s  target %s [%s]  threads %d\ncaches %s\n", o->m.model.c_str(),
                 precision.c_str(), model->target().name.c_str(), model->target().feature_string().c_str(),
                 model->threads(), model->target().caches.to_string().c_str());
@@ -198,26 +163,7 @@ void register_bench(CLI::App& app) {
                   human_bytes(model->weight_bytes()).c_str(), human_bytes(other->weight_bytes()).c_str());
     }
     if (!o->json.empty()) {
-      nlohmann::json j = {{"model", o->m.model},
-                          {"precision", precision},
-                          {"target", model->target().name},
-                          {"features", model->target().feature_string()},
-                          {"caches", model->target().caches.to_string()},
-                          {"threads", model->threads()},
-                          {"warmup", o->warmup},
-                          {"runs", o->runs},
-                          {"mean_ms", s.mean},
-                          {"median_ms", s.median},
-                          {"p90_ms", s.p90},
-                          {"p99_ms", s.p99},
-                          {"min_ms", s.min},
-                          {"max_ms", s.max},
-                          {"stddev_ms", s.stddev},
-                          {"macs", macs},
-                          {"compile_ms", model->compile_ms()},
-                          {"peak_activation_bytes", model->peak_activation_bytes()},
-                          {"weight_bytes", model->weight_bytes()},
-                          {"kernel_weight_bytes", model->kernel_weight_bytes()}};
+      nlohmann::json j = bench_summary(*model, o->m.model, precision, o->warmup, o->runs, s);
       if (o->profile) j["layers"] = layers;
       if (!vs_fp32.is_null()) j["vs_fp32"] = vs_fp32;
       if (!vs_int8.is_null()) j["vs_int8"] = vs_int8;

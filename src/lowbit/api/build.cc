@@ -15,7 +15,7 @@ BuiltModel build_model(const BuildOptions& o) {
   opts.target = o.target ? *o.target : host_target();
   opts.allow_foreign_target = o.allow_foreign_target;
   BuiltModel b;
-  if (is_artifact_file(o.model)) {
+  if (o.model_bytes.empty() && is_artifact_file(o.model)) {
     if (!o.input_shapes.empty()) throw Error("input shapes cannot change a compiled artifact's shapes");
     Artifact a = load_artifact(o.model);
     nlohmann::json meta;
@@ -38,7 +38,8 @@ BuiltModel build_model(const BuildOptions& o) {
     b.model = CompiledModel::compile(std::move(a.graph), opts);
     return b;
   }
-  Graph g = load_model(o.model, o.input_shapes);
+  Graph g = o.model_bytes.empty() ? load_model(o.model, o.input_shapes)
+                                   : load_model_bytes(o.model_bytes, o.input_shapes, o.model.empty() ? "<bytes>" : o.model);
   b.precision = o.precision.name();
   if (!o.precision.quantized()) {
     b.graph = g;
@@ -55,6 +56,21 @@ BuiltModel build_model(const BuildOptions& o) {
   auto fp32 = CompiledModel::compile(std::move(g), fopts);
   QuantizeOptions q = o.quantize;
   q.precision = o.precision;
+  for (size_t i = 0; i < o.named_samples.size(); ++i) {
+    std::vector<Tensor> sample;
+    for (ValueId v : fp32->graph().inputs) {
+      const Value& in = fp32->graph().value(v);
+      auto it = o.named_samples[i].find(in.name);
+      if (it == o.named_samples[i].end())
+        throw Error("calibration sample " + std::to_string(i) + " has no input '" + in.name + "'");
+      if (it->second.dtype() != in.dtype || it->second.shape() != in.shape)
+        throw Error("calibration sample " + std::to_string(i) + ": input '" + in.name + "' must be " +
+                    dtype_name(in.dtype) + " " + shape_str(in.shape) + ", got " + dtype_name(it->second.dtype()) + " " +
+                    shape_str(it->second.shape()));
+      sample.push_back(it->second);
+    }
+    q.samples.push_back(std::move(sample));
+  }
   if (q.samples.empty() && !o.calibration_folder.empty())
     q.samples = load_samples(o.calibration_folder, fp32->graph(), q.synthetic_samples, o.preprocess);
   if (o.precision.subbyte()) {

@@ -20,6 +20,7 @@ namespace lowbit {
 
 struct BuildOptions {
   std::string model;                          // .onnx path, .lbm path or zoo name
+  std::string model_bytes;                    // or: an ONNX model's bytes (then `model` only names it)
   std::map<std::string, Shape> input_shapes;  // fix inputs' dynamic dims (not for artifacts)
   // Target, threads, optimisation, autotuning, memory cap. An artifact runs for the target it
   // was compiled for unless `target` is set.
@@ -30,6 +31,9 @@ struct BuildOptions {
   // The quantizer's options (its precision field is set from `precision`). Calibration samples:
   // quantize.samples, else `calibration_folder`, else quantize.synthetic_samples seeded ones.
   QuantizeOptions quantize;
+  // Calibration samples by input name (the Python package's feeds), ordered into quantize.samples
+  // once the model's inputs are known; a sample missing an input is an error naming it.
+  std::vector<std::map<std::string, Tensor>> named_samples;
   std::string calibration_folder;  // .npy / PNG / JPEG files, one per sample (io/samples.h)
   ImagePreprocess preprocess;      // how images become tensors
   SlowPolicy on_slow = SlowPolicy::fp32;

@@ -41,6 +41,15 @@ Graph load_model(const std::string& spec, const std::map<std::string, Shape>& in
   throw Error("model '" + spec + "' is neither a file nor a zoo model (zoo:" + names + ")");
 }
 
+Graph load_model_bytes(const std::string& bytes, const std::map<std::string, Shape>& input_shapes,
+                       const std::string& origin) {
+#if defined(LOWBIT_HAS_ONNX)
+  return import_onnx_bytes(bytes, input_shapes, origin);
+#else
+  throw Error("cannot load '" + origin + "': this lowbit was built without ONNX support (LOWBIT_WITH_ONNX=OFF)");
+#endif
+}
+
 std::pair<std::string, Shape> parse_input_shape(const std::string& text) {
   auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0)
