@@ -9,6 +9,17 @@ jobs=$(nproc)
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$jobs"
 ctest --preset release -j "$jobs"
+# The Python package as a user installs it (pip, from this tree; reuses build/release), then used
+# from outside the tree.
+pyinst=$(mktemp -d)
+PIP_ROOT_USER_ACTION=ignore /usr/bin/python3 -m pip install -q --no-build-isolation --no-deps --target "$pyinst" .
+(cd "$pyinst" && PYTHONPATH="$pyinst" /usr/bin/python3 -c '
+import numpy as np, lowbit
+s = lowbit.InferenceSession("resnet18", input_shapes={"input": [1, 3, 32, 32]}, threads=1)
+(y,) = s.run(None, {"input": np.zeros((1, 3, 32, 32), np.float32)})
+assert y.shape == (1, 1000), y.shape
+print("pip-installed lowbit", lowbit.__version__, "runs from", lowbit.__file__)')
+rm -rf "$pyinst"
 if [ "${LOWBIT_SKIP_SANITIZERS:-0}" != 1 ]; then
   cmake --preset debug >/dev/null
   cmake --build --preset debug -j "$jobs"
