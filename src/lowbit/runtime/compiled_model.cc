@@ -117,7 +117,7 @@ std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const Compile
     }
     m->steps_.push_back(std::move(s));
   }
-  // Bind the first context's operands the way make_context() does, keeping its pool.
+  // The first context: its arena and bound operands (make_context_with), with the pool made above.
   {
     auto bound = m->make_context_with(std::move(first->pool));
     m->idle_contexts_.push_back(std::move(bound));
