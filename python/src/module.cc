@@ -56,7 +56,7 @@ Tensor tensor_from_numpy(const py::handle& obj, const std::string& name, DType w
   py::array a = py::array::ensure(obj);
   if (!a) throw py::value_error("input '" + name + "' is not an array");
   const py::dtype dt = numpy_dtype(want);
-  if (!a.dtype().is(dt) && a.dtype().num() != dt.num())
+  if (a.dtype().num() != dt.num())
     throw py::value_error("input '" + name + "' must be " + onnx_type_name(want) + " (numpy " +
                           std::string(py::str(py::object(dt))) + "), got numpy " + std::string(py::str(py::object(a.dtype()))));
   Shape got(a.shape(), a.shape() + a.ndim());
@@ -275,18 +275,9 @@ class Session {
 
   void save(const std::string& path) const {
     // As `lowbit quantize` writes it: the compiled graph (optimised, quantized, kernels pinned by
-    // autotuning) and the metadata the loader reads (precision, target).
-    const Precision p = parse_precision(built_.precision);
-    nlohmann::json slow = nlohmann::json::array();
-    for (const SlowNode& s : built_.slow) slow.push_back({{"node", s.node}, {"reason", s.reason}});
-    nlohmann::json meta = {{"precision", built_.precision},
-                           {"weight_bits", p.quantized() ? p.weight_bits() : 32},
-                           {"act_bits", p.quantized() ? p.act_bits() : 32},
-                           {"target", built_.model->target().name},
-                           {"target_spec", built_.model->target().spec()},
-                           {"source", name_},
-                           {"kept_fp32", slow},
-                           {"written_by", "lowbit python"}};
+    // autotuning) and the library's metadata.
+    nlohmann::json meta = artifact_metadata(built_, name_);
+    meta["written_by"] = "lowbit python";
     save_artifact(path, built_.model->graph(), meta.dump());
   }
 

@@ -15,9 +15,6 @@
 namespace lowbit::cli {
 namespace {
 
-using Stats = LatencyStats;
-Stats stats_of(std::vector<double> v) { return latency_stats(std::move(v)); }
-
 }  // namespace
 
 void register_bench(CLI::App& app) {
@@ -58,7 +55,7 @@ void register_bench(CLI::App& app) {
       }
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
-    Stats s = stats_of(ms);
+    LatencyStats s = latency_stats(ms);
     const int64_t macs = model_macs(*model);
     std::printf("model %s  precision %s  target %s [%s]  threads %d\ncaches %s\n", o->m.model.c_str(),
                 precision.c_str(), model->target().name.c_str(), model->target().feature_string().c_str(),
@@ -118,7 +115,7 @@ void register_bench(CLI::App& app) {
         if (i8)
           for (double x : time_runs(*i8, in, warm, runs / 3 + 1)) i_ms.push_back(x);
       }
-      Stats fs = stats_of(f_ms), qs = stats_of(q_ms);
+      LatencyStats fs = latency_stats(f_ms), qs = latency_stats(q_ms);
       double ratio = fs.median / qs.median;
       vs_fp32 = {{"fp32_median_ms", fs.median}, {precision + "_median_ms", qs.median}, {"speedup", ratio}};
       const int each = static_cast<int>(q_ms.size());
@@ -130,7 +127,7 @@ void register_bench(CLI::App& app) {
                     "(%.2fx). Run `lowbit explain --precision %s` and `bench --profile` for both precisions. !!!\n",
                     precision.c_str(), precision.c_str(), qs.median, fs.median, ratio, precision.c_str());
       if (i8) {
-        Stats is = stats_of(i_ms);
+        LatencyStats is = latency_stats(i_ms);
         const double r8 = is.median / qs.median;
         vs_int8 = {{"int8_median_ms", is.median}, {precision + "_median_ms", qs.median}, {"speedup", r8}};
         std::printf("%s vs int8 (same run): %s median %.2f ms, int8 median %.2f ms: %.2fx %s; weights %s vs %s\n",
@@ -153,7 +150,7 @@ void register_bench(CLI::App& app) {
         for (double x : time_runs(*model, in, warm, per)) m_ms.push_back(x);
         for (double x : time_runs(*other, in2, warm, per)) a_ms.push_back(x);
       }
-      const Stats ms1 = stats_of(m_ms), as = stats_of(a_ms);
+      const LatencyStats ms1 = latency_stats(m_ms), as = latency_stats(a_ms);
       vs_against = {{"model", o->against}, {"median_ms", as.median}, {"min_ms", as.min},
                     {"this_median_ms", ms1.median}, {"this_min_ms", ms1.min}, {"speedup", as.median / ms1.median}};
       std::printf("\n%s vs %s (%s, same run, %d runs each): median %.2f vs %.2f ms (%.2fx), min %.2f vs %.2f ms "

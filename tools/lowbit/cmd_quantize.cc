@@ -48,20 +48,12 @@ void register_quantize(CLI::App& app) {
                                                     : std::to_string(p.weight_bits()) + "-bit weights with 1-bit activations"));
     m.precision = p.name();
     BuiltModel b = build_model(m, /*foreign_ok=*/true);
-    nlohmann::json meta = {{"precision", p.name()},
-                           {"weight_bits", p.weight_bits()},
-                           {"act_bits", p.act_bits()},
-                           {"mode", m.mode},
-                           {"keep_8bit", m.keep_8bit},
-                           {"calibration", m.calibration},
-                           {"calib_samples", m.calib_samples},
-                           {"calib_data", m.calib_data.empty() ? "synthetic" : "npy folder"},
-                           {"target", b.model->target().name},
-                           {"target_spec", b.model->target().spec()},
-                           {"source", std::filesystem::path(m.model).filename().string()}};
-    nlohmann::json slow = nlohmann::json::array();
-    for (auto& s : b.slow) slow.push_back({{"node", s.node}, {"reason", s.reason}});
-    meta["kept_fp32"] = slow;
+    nlohmann::json meta = artifact_metadata(b, std::filesystem::path(m.model).filename().string());
+    meta["mode"] = m.mode;
+    meta["keep_8bit"] = m.keep_8bit;
+    meta["calibration"] = m.calibration;
+    meta["calib_samples"] = m.calib_samples;
+    meta["calib_data"] = m.calib_data.empty() ? "synthetic" : "npy folder";
     meta["autotuned"] = m.autotune;
     // The compiled graph: optimised, quantized, and with the kernels --autotune pinned.
     int prepacked = 0;

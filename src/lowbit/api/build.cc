@@ -98,4 +98,17 @@ BuiltModel build_model(const BuildOptions& o) {
   return b;
 }
 
+nlohmann::json artifact_metadata(const BuiltModel& b, const std::string& source) {
+  const Precision p = parse_precision(b.precision);
+  nlohmann::json slow = nlohmann::json::array();
+  for (const SlowNode& s : b.slow) slow.push_back({{"node", s.node}, {"reason", s.reason}});
+  return {{"precision", b.precision},
+          {"weight_bits", p.weight_bits()},
+          {"act_bits", p.act_bits()},
+          {"target", b.model->target().name},
+          {"target_spec", b.model->target().spec()},
+          {"source", source},
+          {"kept_fp32", slow}};
+}
+
 }  // namespace lowbit

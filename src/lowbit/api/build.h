@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "lowbit/io/image.h"
 #include "lowbit/quant/guard.h"
 #include "lowbit/quant/precision.h"
@@ -48,5 +50,10 @@ struct BuiltModel {
 
 // Loads, validates, optimises, quantizes (unless fp32) and dispatches. Throws lowbit::Error.
 BuiltModel build_model(const BuildOptions& o);
+
+// The metadata an artifact of `b` carries (save_artifact): what the loader reads (precision,
+// target_spec, target) and what reports show (weight_bits, act_bits, source, kept_fp32, each node
+// the guard kept in fp32 with its reason). Front ends add their own fields.
+nlohmann::json artifact_metadata(const BuiltModel& b, const std::string& source);
 
 }  // namespace lowbit

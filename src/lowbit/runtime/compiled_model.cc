@@ -87,10 +87,9 @@ std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const Compile
     throw Error("the activations need " + bytes_str(m->arena_bytes_) + " (the memory plan's arena), over the " +
                 "memory cap of " + bytes_str(cap) + (opts.max_memory > 0 ? " (--max-memory)" : " (this machine's memory; --max-memory sets another)") +
                 "; check the input shapes");
-  // The first run context: its pool settles the thread count the kernels are made for.
-  auto first = std::make_unique<RunContext>();
-  first->pool = std::make_unique<ThreadPool>(opts.threads);
-  m->threads_ = first->pool->size();
+  // The first run context's pool settles the thread count the kernels are made for.
+  auto first_pool = std::make_unique<ThreadPool>(opts.threads);
+  m->threads_ = first_pool->size();
 
   const bool trace = verbose("dispatch");  // LOWBIT_VERBOSE=dispatch
   const Target& host = host_target();
@@ -117,12 +116,9 @@ std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const Compile
     }
     m->steps_.push_back(std::move(s));
   }
-  // The first context: its arena and bound operands (make_context_with), with the pool made above.
-  {
-    auto bound = m->make_context_with(std::move(first->pool));
-    m->idle_contexts_.push_back(std::move(bound));
-    m->contexts_made_ = 1;
-  }
+  // The first context: its arena and bound operands, with the pool made above.
+  m->idle_contexts_.push_back(m->make_context_with(std::move(first_pool)));
+  m->contexts_made_ = 1;
   if (opts.autotune) m->autotune();
   m->compile_ms_ = ms_since(t0);
   return m;
