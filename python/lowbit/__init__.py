@@ -61,11 +61,13 @@ class InferenceSession:
         return self._s.run(output_names, input_feed)
 
     def explain(self):
-        """Per node: {node, op, kernel, rejected: [{kernel, reason}]} (every rejected candidate, why)."""
+        """Per node, in run order: {node, op, kernel, rejected: [{kernel, reason}], inputs, outputs, signature,
+        macs} (every rejected candidate and why; the rows of ``lowbit explain --json``)."""
         return self._s.explain()
 
     def inspect(self):
-        """Sizes and plan: weights, kernel layouts, peak activations, MACs, target, slow nodes."""
+        """Sizes and plan: weights (per dtype), kernel layouts, peak activations, MACs, target, the guard's
+        slow nodes, and a row per node (op, shapes, dtypes, output quantization, MACs, weight bytes)."""
         return self._s.inspect()
 
     def benchmark(self, runs=100, warmup=10):

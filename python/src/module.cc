@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -15,6 +16,8 @@
 
 #include "lowbit/api/bench.h"
 #include "lowbit/api/build.h"
+#include "lowbit/api/describe.h"
+#include "lowbit/api/options.h"
 #include "lowbit/artifact/artifact.h"
 #include "lowbit/common/error.h"
 #include "lowbit/io/synthetic.h"
@@ -113,31 +116,11 @@ BuildOptions build_options(const py::object& model, const std::string& precision
   o.precision = parse_precision(precision);
   if (!target.empty() && target != "host") o.target = parse_target(target);
   o.compile.threads = threads.is_none() ? 0 : threads.cast<int>();
+  const auto& keys = build_option_keys();
   for (auto [k, v] : kw) {
     const std::string key = py::str(k);
     if (key == "input_shapes") {
       for (auto [name, shape] : v.cast<py::dict>()) o.input_shapes[py::str(name)] = shape.cast<Shape>();
-    } else if (key == "calibration") {
-      o.quantize.method = parse_calibration_method(v.cast<std::string>());
-    } else if (key == "calibration_samples") {
-      o.quantize.synthetic_samples = v.cast<int>();
-    } else if (key == "on_slow") {
-      o.on_slow = parse_slow_policy(v.cast<std::string>());
-    } else if (key == "keep_8bit") {
-      o.quantize.keep_8bit = parse_keep_8bit(v.cast<std::string>());
-    } else if (key == "mode") {
-      o.quantize.mode = parse_storage_mode(v.cast<std::string>());
-    } else if (key == "weight_scale") {
-      o.quantize.weight_scale = parse_weight_scale(v.cast<std::string>());
-    } else if (key == "group_size") {
-      o.quantize.group_size = v.cast<int>();
-    } else if (key == "optimize") {
-      o.compile.optimize = v.cast<bool>();
-    } else if (key == "autotune") {
-      o.compile.autotune = v.cast<bool>();
-    } else if (key == "max_memory") {
-      o.compile.max_memory = py::isinstance<py::str>(v) ? parse_memory_size(v.cast<std::string>()) : v.cast<int64_t>();
-      if (o.compile.max_memory <= 0) throw py::value_error("max_memory: expected a size: 16G, 512M or bytes");
     } else if (key == "calibration_data") {
       // A list of {name: ndarray} dicts (python/lowbit/__init__.py turns readers into one).
       for (auto sample : v) {
@@ -151,6 +134,19 @@ BuildOptions build_options(const py::object& model, const std::string& precision
           named[py::str(name)] = t;
         }
         o.named_samples.push_back(std::move(named));
+      }
+    } else if (std::find(keys.begin(), keys.end(), key) != keys.end() && key != "input_shape") {
+      // The library's option keys (api/options.h), given as Python values: True/False, numbers,
+      // strings, and (mean, std) as three numbers.
+      std::string text;
+      if (py::isinstance<py::bool_>(v)) text = v.cast<bool>() ? "true" : "false";
+      else if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+        for (auto x : v) text += (text.empty() ? "" : ",") + std::string(py::str(x));
+      } else text = py::str(v);
+      try {
+        set_build_option(o, key, text);
+      } catch (const Error& e) {
+        throw py::value_error(e.what());
       }
     } else {
       throw py::type_error("unexpected keyword argument '" + key + "'");
@@ -221,46 +217,11 @@ class Session {
     return r;
   }
 
-  py::list explain() const {
-    py::list r;
-    for (const Step& s : built_.model->steps()) {
-      const Node& n = graph().nodes[static_cast<size_t>(s.node)];
-      py::list rejected;
-      for (const auto& rj : s.choice.rejected) {
-        py::dict d;
-        d["kernel"] = rj.candidate->name;
-        d["reason"] = rj.reason;
-        rejected.append(d);
-      }
-      py::dict d;
-      d["node"] = n.name;
-      d["op"] = n.op;
-      d["kernel"] = s.choice.chosen->name;
-      d["rejected"] = rejected;
-      r.append(d);
-    }
-    return r;
-  }
+  // Per node, in run order: the api/describe.h rows (node, op, kernel, rejected: [{kernel, reason}], ...).
+  py::object explain() const { return json_to_python(explain_json(built_, name_)["nodes"]); }
 
-  py::dict inspect() const {
-    const CompiledModel& m = *built_.model;
-    py::dict d;
-    d["model"] = name_;
-    d["precision"] = built_.precision;
-    d["target"] = m.target().name;
-    d["features"] = m.target().feature_string();
-    d["threads"] = m.threads();
-    d["nodes"] = m.steps().size();
-    d["macs"] = model_macs(m);
-    d["weight_bytes"] = m.weight_bytes();
-    d["kernel_weight_bytes"] = m.kernel_weight_bytes();
-    d["peak_activation_bytes"] = m.peak_activation_bytes();
-    d["compile_ms"] = m.compile_ms();
-    py::list slow;
-    for (const SlowNode& s : built_.slow) slow.append(py::str(s.node));
-    d["slow_nodes"] = slow;
-    return d;
-  }
+  // Sizes and the plan: api/describe.h's inspect_json.
+  py::object inspect() const { return json_to_python(inspect_json(built_, name_)); }
 
   py::object benchmark(int runs, int warmup) {
     if (runs < 1 || warmup < 0) throw py::value_error("benchmark: runs >= 1 and warmup >= 0");

@@ -8,47 +8,13 @@
 #include <optional>
 
 #include "cli.h"
+#include "lowbit/api/describe.h"
 #include "lowbit/ir/op_schema.h"
 #include "lowbit/common/error.h"
-#include "lowbit/passes/qdq.h"
 #include "lowbit/dispatch/kernel_inspect.h"
 
 namespace lowbit::cli {
 namespace {
-
-// "u8(u4),i4,f32->u8(u4)": storage dtypes, with the codes in parentheses where they are narrower.
-std::string signature(const Graph& g, const Node& n) {
-  auto one = [&](ValueId v) -> std::string {
-    if (v == kNoValue) return "-";
-    const Value& val = g.value(v);
-    std::string t = dtype_name(val.dtype);
-    if (code_dtype(val) != val.dtype) t += std::string("(") + dtype_name(code_dtype(val)) + ")";
-    return t;
-  };
-  std::string s;
-  for (size_t i = 0; i < n.inputs.size(); ++i) s += (i ? "," : "") + one(n.inputs[i]);
-  s += "->";
-  for (size_t i = 0; i < n.outputs.size(); ++i) s += (i ? "," : "") + one(n.outputs[i]);
-  const std::string prec = node_precision(g, n);
-  if (!prec.empty()) s += "  " + prec;
-  return s;
-}
-
-std::string shapes(const Graph& g, const std::vector<ValueId>& ids, bool skip_constants) {
-  std::string s;
-  for (ValueId v : ids) {
-    if (v == kNoValue || (skip_constants && g.is_constant(v))) continue;
-    s += (s.empty() ? "" : " ") + shape_str(g.value(v).shape);
-  }
-  return s;
-}
-
-int64_t node_weight_bytes(const Graph& g, const Node& n) {
-  int64_t b = 0;
-  for (ValueId v : n.inputs)
-    if (g.is_constant(v)) b += g.constant(v)->nbytes();
-  return b;
-}
 
 // The distinct kernels of the plan (with how many nodes use each) and the key instructions in
 // their micro-kernels' machine code, disassembled from this executable.
@@ -112,58 +78,33 @@ void register_explain(CLI::App& app) {
   add_model_options(*cmd, o->m);
   cmd->add_option("--json", o->json, "write the explanation as JSON to this file ('-' for stdout)");
   cmd->callback([o] {
-    BuiltModel built = build_model(o->m, /*foreign_ok=*/true);
-    auto& model = built.model;
-    const Graph& g = model->graph();
-    nlohmann::json nodes = nlohmann::json::array();
-    bool text = o->json != "-";
-    if (text)
-      std::printf("target %s [%s]  precision %s\ncaches %s\n", model->target().name.c_str(),
-                  model->target().feature_string().c_str(), built.precision.c_str(),
-                  model->target().caches.to_string().c_str());
-    std::map<std::string, int> histogram;
-    for (const Step& s : model->steps()) {
-      const Node& n = g.nodes[static_cast<size_t>(s.node)];
-      histogram[s.choice.chosen->name]++;
-      if (text) {
-        std::printf("\n%s %s -> %s  %s", n.label().c_str(), shapes(g, n.inputs, true).c_str(),
-                    shapes(g, n.outputs, false).c_str(), signature(g, n).c_str());
-        if (s.macs) std::printf("  %.1f MMACs", static_cast<double>(s.macs) / 1e6);
-        std::printf("\n  chosen   %s\n", s.choice.chosen->name.c_str());
-        std::string unfused = n.attrs.get_string(kQdqUnfusedAttr, "");
-        if (!unfused.empty()) std::printf("  note     kept as imported, not fused into lowbit's int8 form: %s\n", unfused.c_str());
-        for (auto& r : s.choice.rejected)
-          std::printf("  rejected %s: %s\n", r.candidate->name.c_str(), r.reason.c_str());
+    const BuiltModel built = build_model(o->m, /*foreign_ok=*/true);
+    const nlohmann::json j = explain_json(built, o->m.model);
+    if (o->json != "-") {
+      std::printf("target %s [%s]  precision %s\ncaches %s\n", j["target"].get<std::string>().c_str(),
+                  j["features"].get<std::string>().c_str(), j["precision"].get<std::string>().c_str(),
+                  j["caches"].get<std::string>().c_str());
+      std::map<std::string, int> histogram;
+      for (const auto& n : j["nodes"]) {
+        const std::string kernel = n["kernel"];
+        histogram[kernel]++;
+        std::printf("\n%s %s -> %s  %s", n["label"].get<std::string>().c_str(), n["inputs"].get<std::string>().c_str(),
+                    n["outputs"].get<std::string>().c_str(), n["signature"].get<std::string>().c_str());
+        if (const int64_t macs = n["macs"]; macs) std::printf("  %.1f MMACs", static_cast<double>(macs) / 1e6);
+        std::printf("\n  chosen   %s\n", kernel.c_str());
+        if (n.contains("note")) std::printf("  note     %s\n", n["note"].get<std::string>().c_str());
+        for (const auto& r : n["rejected"])
+          std::printf("  rejected %s: %s\n", r["kernel"].get<std::string>().c_str(), r["reason"].get<std::string>().c_str());
       }
-      nlohmann::json rej = nlohmann::json::array();
-      for (auto& r : s.choice.rejected) rej.push_back({{"kernel", r.candidate->name}, {"reason", r.reason}});
-      nodes.push_back({{"node", n.name},
-                       {"op", n.op},
-                       {"inputs", shapes(g, n.inputs, true)},
-                       {"outputs", shapes(g, n.outputs, false)},
-                       {"signature", signature(g, n)},
-                       {"macs", s.macs},
-                       {"chosen", s.choice.chosen->name},
-                       {"rejected", rej}});
-    }
-    if (text) {
       std::printf("\nkernels used:\n");
       for (auto& [k, c] : histogram) std::printf("  %4d x %s\n", c, k.c_str());
     }
-    if (!o->json.empty()) {
-      nlohmann::json j = {{"model", o->m.model},
-                          {"target", model->target().name},
-                          {"features", model->target().feature_string()},
-                          {"caches", model->target().caches.to_string()},
-                          {"precision", built.precision},
-                          {"nodes", nodes}};
-      if (o->json == "-") {
-        std::cout << j.dump(2) << "\n";
-      } else {
-        std::ofstream f(o->json);
-        if (!f) throw Error("cannot write '" + o->json + "'");
-        f << j.dump(2) << "\n";
-      }
+    if (o->json == "-") {
+      std::cout << j.dump(2) << "\n";
+    } else if (!o->json.empty()) {
+      std::ofstream f(o->json);
+      if (!f) throw Error("cannot write '" + o->json + "'");
+      f << j.dump(2) << "\n";
     }
   });
 }
@@ -179,46 +120,26 @@ void register_inspect(CLI::App& app) {
   cmd->add_flag("--kernels", o->kernels,
                 "also list the kernels the plan uses with the key SIMD instructions in their machine code (objdump)");
   cmd->callback([o] {
-    auto model = compile_model(o->m, /*foreign_ok=*/true);
-    const Graph& g = model->graph();
+    const BuiltModel built = build_model(o->m, /*foreign_ok=*/true);
+    const nlohmann::json j = inspect_json(built, o->m.model);
     std::printf("%-4s %-32s %-18s %-28s %-16s %-22s %-22s %10s %11s\n", "#", "node", "op", "inputs", "outputs",
                 "dtypes", "output quant", "MMACs", "weights");
-    int domain_changes = 0;
-    int64_t macs = 0;
-    std::map<std::string, int64_t> per_dtype;
-    for (size_t i = 0; i < model->steps().size(); ++i) {
-      const Step& s = model->steps()[i];
-      const Node& n = g.nodes[static_cast<size_t>(s.node)];
-      macs += s.macs;
-      for (ValueId v : n.inputs)
-        if (g.is_constant(v)) per_dtype[dtype_name(g.value(v).dtype)] += g.constant(v)->nbytes();
-      std::string op = n.op;
-      if (n.attrs.has("act_min") || n.attrs.has("act_max")) op += "+clamp";
-      if (n.op == "Conv" && n.inputs.size() > 3 && n.inputs[3] != kNoValue) op += "+add";
-      // Domain changes are where a quantized graph pays for fp32 <-> int8 conversions.
-      bool boundary = n.op == "QuantizeLinear" || n.op == "DequantizeLinear";
-      domain_changes += boundary;
-      if (boundary) op = (n.op == "QuantizeLinear" ? ">> f32->u8 " : "<< u8->f32 ");
-      std::string quant = "-";
-      const Value& out = g.value(n.outputs[0]);
-      if (out.quant && !out.quant->scale.empty()) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%s s=%.4g z=%d", dtype_name(out.dtype), out.quant->scale[0],
-                      out.quant->zero_point.empty() ? 0 : out.quant->zero_point[0]);
-        quant = buf;
-      }
-      std::printf("%-4zu %-32.32s %-18.18s %-28.28s %-16.16s %-22.22s %-22.22s %10.1f %11s\n", i, n.name.c_str(),
-                  op.c_str(), shapes(g, n.inputs, true).c_str(), shapes(g, n.outputs, false).c_str(),
-                  signature(g, n).c_str(), quant.c_str(), static_cast<double>(s.macs) / 1e6,
-                  human_bytes(node_weight_bytes(g, n)).c_str());
+    size_t i = 0;
+    for (const auto& n : j["nodes"]) {
+      std::printf("%-4zu %-32.32s %-18.18s %-28.28s %-16.16s %-22.22s %-22.22s %10.1f %11s\n", i++,
+                  n["node"].get<std::string>().c_str(), n["op_label"].get<std::string>().c_str(),
+                  n["inputs"].get<std::string>().c_str(), n["outputs"].get<std::string>().c_str(),
+                  n["signature"].get<std::string>().c_str(), n["quant"].get<std::string>().c_str(),
+                  static_cast<double>(n["macs"].get<int64_t>()) / 1e6, human_bytes(n["weight_bytes"]).c_str());
     }
-    std::printf("\n%zu nodes, %.3f GMACs, weights %s", model->steps().size(), static_cast<double>(macs) / 1e9,
-                human_bytes(model->weight_bytes()).c_str());
-    for (auto& [dt, b] : per_dtype) std::printf("  [%s: %s]", dt.c_str(), human_bytes(b).c_str());
-    std::printf(", peak activation memory %s (%lld bytes), %d domain change(s)\n",
-                human_bytes(model->peak_activation_bytes()).c_str(),
-                static_cast<long long>(model->peak_activation_bytes()), domain_changes);
-    if (o->kernels) print_kernel_instructions(*model);
+    std::printf("\n%zu nodes, %.3f GMACs, weights %s", j["steps"].get<size_t>(),
+                static_cast<double>(j["macs"].get<int64_t>()) / 1e9, human_bytes(j["weight_bytes"]).c_str());
+    for (auto& [dt, b] : j["weight_bytes_by_dtype"].items())
+      std::printf("  [%s: %s]", dt.c_str(), human_bytes(b.get<int64_t>()).c_str());
+    const int64_t peak = j["peak_activation_bytes"];
+    std::printf(", peak activation memory %s (%lld bytes), %d domain change(s)\n", human_bytes(peak).c_str(),
+                static_cast<long long>(peak), j["domain_changes"].get<int>());
+    if (o->kernels) print_kernel_instructions(*built.model);
   });
 }
 

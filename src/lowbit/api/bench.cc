@@ -36,7 +36,7 @@ LatencyStats latency_stats(std::vector<double> v) {
   return s;
 }
 
-std::vector<double> time_runs(CompiledModel& m, const std::vector<Tensor>& in, int warmup, int runs) {
+std::vector<double> time_runs(const CompiledModel& m, const std::vector<Tensor>& in, int warmup, int runs) {
   for (int i = 0; i < warmup; ++i) m.run(in);
   std::vector<double> ms;
   for (int i = 0; i < runs; ++i) {

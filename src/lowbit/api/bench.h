@@ -16,7 +16,7 @@ struct LatencyStats {
 
 LatencyStats latency_stats(std::vector<double> ms);  // ms must not be empty
 // `warmup` untimed runs, then `runs` timed ones: each run's wall time in ms.
-std::vector<double> time_runs(CompiledModel& m, const std::vector<Tensor>& in, int warmup, int runs);
+std::vector<double> time_runs(const CompiledModel& m, const std::vector<Tensor>& in, int warmup, int runs);
 // Multiply-accumulates of one run (the convs' and GEMMs').
 int64_t model_macs(const CompiledModel& m);
 // The summary: model, precision, target, features, caches, threads, warmup, runs, mean_ms,

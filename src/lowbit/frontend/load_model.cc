@@ -1,5 +1,6 @@
 #include "lowbit/frontend/load_model.h"
 
+#include <charconv>
 #include <filesystem>
 
 #include "lowbit/artifact/artifact.h"
@@ -52,17 +53,20 @@ Graph load_model_bytes(const std::string& bytes, const std::map<std::string, Sha
 
 std::pair<std::string, Shape> parse_input_shape(const std::string& text) {
   auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw Error("--input-shape '" + text + "' must look like name=1x3x224x224");
+  if (eq == std::string::npos || eq == 0) throw Error("input shape '" + text + "' must look like name=1x3x224x224");
   Shape s;
-  std::string dims = text.substr(eq + 1);
+  const std::string dims = text.substr(eq + 1);
   size_t pos = 0;
   while (pos <= dims.size()) {
     size_t x = dims.find('x', pos);
-    std::string d = dims.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
-    if (d.empty() || d.find_first_not_of("0123456789") != std::string::npos || std::stoll(d) < 1)
-      throw Error("--input-shape '" + text + "': '" + d + "' is not a positive dimension");
-    s.push_back(std::stoll(d));
+    const std::string d = dims.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(d.data(), d.data() + d.size(), v);
+    // Validation refuses shapes whose element count overflows; a dimension that does not fit in
+    // 64 bits is refused here, not left to throw out of the parser.
+    if (d.empty() || ec != std::errc() || end != d.data() + d.size() || v < 1)
+      throw Error("input shape '" + text + "': '" + d + "' is not a positive dimension");
+    s.push_back(v);
     if (x == std::string::npos) break;
     pos = x + 1;
   }

@@ -145,7 +145,7 @@ std::unique_ptr<RunContext> CompiledModel::make_context_with(std::unique_ptr<Thr
   return c;
 }
 
-std::unique_ptr<RunContext> CompiledModel::acquire_context() {
+std::unique_ptr<RunContext> CompiledModel::acquire_context() const {
   {
     std::lock_guard<std::mutex> lock(contexts_mu_);
     if (!idle_contexts_.empty()) {
@@ -158,7 +158,7 @@ std::unique_ptr<RunContext> CompiledModel::acquire_context() {
   return make_context_with(nullptr);  // outside the lock: an arena and a pool take a while
 }
 
-void CompiledModel::release_context(std::unique_ptr<RunContext> c) {
+void CompiledModel::release_context(std::unique_ptr<RunContext> c) const {
   std::lock_guard<std::mutex> lock(contexts_mu_);
   idle_contexts_.push_back(std::move(c));
 }
@@ -253,19 +253,19 @@ int CompiledModel::prepacked_kernels() const {
   return n;
 }
 
-std::vector<Tensor> CompiledModel::run(const std::vector<Tensor>& inputs) { return execute(inputs, nullptr); }
+std::vector<Tensor> CompiledModel::run(const std::vector<Tensor>& inputs) const { return execute(inputs, nullptr); }
 
-std::vector<Tensor> CompiledModel::run_profiled(const std::vector<Tensor>& inputs, std::vector<LayerTiming>& timings) {
+std::vector<Tensor> CompiledModel::run_profiled(const std::vector<Tensor>& inputs, std::vector<LayerTiming>& timings) const {
   timings.clear();
   return execute(inputs, &timings);
 }
 
-std::vector<Tensor> CompiledModel::run_observed(const std::vector<Tensor>& inputs, const Observer& observe) {
+std::vector<Tensor> CompiledModel::run_observed(const std::vector<Tensor>& inputs, const Observer& observe) const {
   return execute(inputs, nullptr, &observe);
 }
 
 std::vector<Tensor> CompiledModel::execute(const std::vector<Tensor>& inputs, std::vector<LayerTiming>* timings,
-                                           const Observer* observe) {
+                                           const Observer* observe) const {
   const Graph& g = graph_;
   if (!unrunnable_.empty()) throw Error(unrunnable_);
   if (inputs.size() != g.inputs.size())

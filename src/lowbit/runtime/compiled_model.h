@@ -71,14 +71,14 @@ class CompiledModel {
   static std::unique_ptr<CompiledModel> compile(Graph graph, const CompileOptions& opts);
 
   // Inputs in the order of graph().inputs; dtype and shape must match (clear error otherwise).
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
   // Same, recording the time of every step.
-  std::vector<Tensor> run_profiled(const std::vector<Tensor>& inputs, std::vector<LayerTiming>& timings);
+  std::vector<Tensor> run_profiled(const std::vector<Tensor>& inputs, std::vector<LayerTiming>& timings) const;
 
   // Same, calling observe(value, data) for every node output as soon as it is computed
   // (calibration and per-layer accuracy tools read intermediate tensors through this).
   using Observer = std::function<void(ValueId, const TensorView&)>;
-  std::vector<Tensor> run_observed(const std::vector<Tensor>& inputs, const Observer& observe);
+  std::vector<Tensor> run_observed(const std::vector<Tensor>& inputs, const Observer& observe) const;
 
   const Graph& graph() const { return graph_; }
   const std::vector<Step>& steps() const { return steps_; }
@@ -107,13 +107,13 @@ class CompiledModel {
  private:
   CompiledModel() = default;
   std::vector<Tensor> execute(const std::vector<Tensor>& inputs, std::vector<LayerTiming>* timings,
-                              const Observer* observe = nullptr);
+                              const Observer* observe = nullptr) const;
   std::vector<Tensor> execute_in(RunContext& ctx, const std::vector<Tensor>& inputs, std::vector<LayerTiming>* timings,
                                  const Observer* observe) const;
   // A context with its own arena and operands; `pool` when given (compile's first), else a new one.
   std::unique_ptr<RunContext> make_context_with(std::unique_ptr<ThreadPool> pool) const;
-  std::unique_ptr<RunContext> acquire_context();
-  void release_context(std::unique_ptr<RunContext> ctx);
+  std::unique_ptr<RunContext> acquire_context() const;
+  void release_context(std::unique_ptr<RunContext> ctx) const;
 
   Graph graph_;
   Target target_;
@@ -123,9 +123,10 @@ class CompiledModel {
   int64_t arena_bytes_ = 0;
   std::string unrunnable_;  // why run() must refuse: the first step compiled for features this CPU lacks
   double compile_ms_ = 0;
+  // The run contexts' free list: the one thing a run changes in the model, under its own lock.
   mutable std::mutex contexts_mu_;
-  std::vector<std::unique_ptr<RunContext>> idle_contexts_;
-  int contexts_made_ = 0;
+  mutable std::vector<std::unique_ptr<RunContext>> idle_contexts_;
+  mutable int contexts_made_ = 0;
   void autotune();
 };
 
