@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "lowbit/api/build.h"
+#include "lowbit/api/compare.h"
 #include "lowbit/artifact/artifact.h"
 #include "lowbit/common/error.h"
 #include "lowbit/common/log.h"
@@ -120,6 +121,69 @@ TEST(ApiBuild, AnUnknownModelIsAClearError) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("no_such_model"));
   }
+}
+
+}  // namespace
+}  // namespace lowbit
+
+#if defined(LOWBIT_HAS_ONNX)
+namespace lowbit {
+namespace {
+
+// An ONNX model in QDQ form carries its own codes: it runs as imported, and asking to quantize it
+// again is refused by name (it once failed inside the quantizer: "input 'xq' has no quantization
+// parameters").
+TEST(ApiBuild, AnAlreadyQuantizedModelRunsAsImportedAndIsNotQuantizedAgain) {
+  BuildOptions o;
+  o.model = LOWBIT_SOURCE_DIR "/tests/fuzz/corpus/onnx/qdq.onnx";
+  o.compile.threads = 1;
+  BuiltModel as_is = build_model(o);
+  bool qconv = false;
+  for (const Node& n : as_is.model->graph().nodes) qconv |= n.op == "QConv";
+  EXPECT_TRUE(qconv);
+  o.precision = kInt8;
+  try {
+    build_model(o);
+    ADD_FAILURE() << "a QDQ model was quantized again";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("is already quantized"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("precision fp32"));
+  }
+}
+
+}  // namespace
+}  // namespace lowbit
+#endif
+
+namespace lowbit {
+namespace {
+
+TEST(ApiBuild, CompareMeasuresOutputsAndEveryQuantizedLayer) {
+  BuildOptions o = small_resnet18();
+  const BuiltModel fp = build_model(o);
+  o.precision = kInt8;
+  o.quantize.synthetic_samples = 2;
+  const BuiltModel q = build_model(o);
+  std::vector<std::vector<Tensor>> inputs = {synthetic_inputs(fp.model->graph(), 7), synthetic_inputs(fp.model->graph(), 8)};
+  // The fp32 model against itself: identical outputs, and no quantized layer to measure.
+  const Comparison same = compare_models(fp, fp, nullptr, inputs);
+  EXPECT_NEAR(same.vs_fp32.cosine_mean, 1.0, 1e-9);
+  EXPECT_EQ(same.vs_fp32.rel_l2_mean, 0.0);
+  EXPECT_EQ(same.vs_fp32.top1, 1.0);
+  EXPECT_TRUE(same.layers.empty());
+  const Comparison c = compare_models(fp, q, nullptr, inputs);
+  EXPECT_EQ(c.inputs, 2);
+  EXPECT_GT(c.vs_fp32.cosine_mean, 0.98);
+  EXPECT_LE(c.vs_fp32.cosine_min, c.vs_fp32.cosine_mean);
+  ASSERT_GT(c.layers.size(), 10u);  // every quantized conv output of ResNet-18
+  for (size_t i = 1; i < c.layers.size(); ++i) EXPECT_LE(c.layers[i - 1].sqnr_db, c.layers[i].sqnr_db);
+  for (const LayerSqnr& l : c.layers) {
+    EXPECT_GT(l.sqnr_db, 5.0) << l.value;  // int8 keeps every layer's signal well above its noise
+    EXPECT_FALSE(l.op.empty());
+  }
+  const nlohmann::json j = comparison_json(c);
+  EXPECT_EQ(j["layers"].size(), c.layers.size());
+  EXPECT_FALSE(j.contains("vs_int8"));
 }
 
 }  // namespace

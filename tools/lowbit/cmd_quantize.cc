@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
+#include "lowbit/api/compare.h"
 #include "lowbit/artifact/artifact.h"
 #include "lowbit/common/error.h"
 #include "lowbit/io/npy.h"
@@ -34,11 +36,15 @@ void register_quantize(CLI::App& app) {
                 "also store each conv kernel's weights in its own layout (a bigger file): compiled on the same "
                 "kind of host (target, tile, threads-independent), the artifact's weights are read in place from "
                 "its mapping instead of being packed again; elsewhere they are packed as usual");
-  cmd->callback([o] {
+  cmd->callback([o, cmd] {
     auto t0 = std::chrono::steady_clock::now();
     ModelOptions m = o->m;
-    // --precision (default int8 here), then --bits, then --weight-bits / --act-bits refine it.
-    Precision p = m.precision == "fp32" ? kInt8 : parse_precision(m.precision);
+    // --precision (default int8 here), then --bits, then --weight-bits / --act-bits refine it. An
+    // explicit --precision fp32 writes the compiled fp32 graph (folded, fused, kernels pinned).
+    const bool fp32_asked = cmd->get_option("--precision")->count() > 0 && m.precision == "fp32";
+    if (fp32_asked && (o->bits || o->weight_bits || o->act_bits))
+      throw Error("--precision fp32 with --bits / --weight-bits / --act-bits: choose one");
+    Precision p = fp32_asked ? kFp32 : m.precision == "fp32" ? kInt8 : parse_precision(m.precision);
     if (o->bits) p = {weight_code_for_bits(o->bits), act_code_for_bits(o->bits)};
     if (o->weight_bits) p.weight = weight_code_for_bits(o->weight_bits);
     if (o->act_bits) p.act = act_code_for_bits(o->act_bits);
@@ -82,43 +88,13 @@ void register_quantize(CLI::App& app) {
   });
 }
 
-namespace {
-
-struct OutputMetrics {
-  double cosine, rel_l2;
-  bool top1, top5;
-};
-
-OutputMetrics compare_outputs(const Tensor& ref, const Tensor& q) {
-  const float *a = ref.data<float>(), *b = q.data<float>();
-  double dot = 0, na = 0, nb = 0, diff = 0;
-  for (int64_t i = 0; i < ref.numel(); ++i) {
-    dot += static_cast<double>(a[i]) * b[i];
-    na += static_cast<double>(a[i]) * a[i];
-    nb += static_cast<double>(b[i]) * b[i];
-    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-  }
-  int64_t n = ref.numel(), best_a = std::max_element(a, a + n) - a, best_b = std::max_element(b, b + n) - b;
-  std::vector<int64_t> idx(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) idx[static_cast<size_t>(i)] = i;
-  std::partial_sort(idx.begin(), idx.begin() + std::min<int64_t>(5, n), idx.end(),
-                    [&](int64_t x, int64_t y) { return b[x] > b[y]; });
-  bool top5 = std::find(idx.begin(), idx.begin() + std::min<int64_t>(5, n), best_a) != idx.begin() + std::min<int64_t>(5, n);
-  return {dot / std::sqrt(na * nb + 1e-30), std::sqrt(diff / (na + 1e-30)), best_a == best_b, top5};
-}
-
-float dequant(const TensorView& t, const QuantParams& q, int64_t i) {
-  return q.scale[0] * (static_cast<float>(t.as<uint8_t>()[i]) - static_cast<float>(q.zero_point[0]));
-}
-
-}  // namespace
-
 void register_compare(CLI::App& app) {
   struct Opts {
     ModelOptions m;
     std::string inputs;
     int samples = 16;
     int layers = 15;
+    std::string json;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("compare", "accuracy of the quantized model against fp32, overall and per layer");
@@ -126,6 +102,7 @@ void register_compare(CLI::App& app) {
   cmd->add_option("--inputs", o->inputs, "folder of .npy inputs (default: seeded synthetic, not the calibration ones)");
   cmd->add_option("--samples", o->samples, "synthetic inputs to compare on (default 16)")->check(CLI::PositiveNumber);
   cmd->add_option("--layers", o->layers, "worst layers to list by SQNR (default 15)");
+  cmd->add_option("--json", o->json, "also write the comparison (every layer's SQNR) as JSON to this file");
   cmd->callback([o] {
     ModelOptions f = o->m;
     f.precision = "fp32";
@@ -140,79 +117,40 @@ void register_compare(CLI::App& app) {
       m8.precision = "int8";
       i8 = build_model(m8);
     }
-    double cos8_sum = 0, cos8_min = 1;
-    int top1_8 = 0;
     std::vector<std::vector<Tensor>> inputs;
     if (!o->inputs.empty()) inputs = load_samples(o->inputs, fp.model->graph(), 1 << 30);
     else
       for (int i = 0; i < o->samples; ++i) inputs.push_back(synthetic_inputs(fp.model->graph(), 50000 + static_cast<uint64_t>(i)));
-
-    const Graph& fg = fp.model->graph();
-    const Graph& qg = q.model->graph();
-    std::map<std::string, ValueId> fp_by_name;
-    for (size_t v = 0; v < fg.values.size(); ++v) fp_by_name[fg.values[v].name] = static_cast<ValueId>(v);
-    struct Acc {
-      double signal = 0, noise = 0;
-      std::string op;
-    };
-    std::map<std::string, Acc> layer;
-    std::map<std::string, std::string> producer_op;
-    for (const Node& n : qg.nodes)
-      for (ValueId v : n.outputs)
-        if (v != kNoValue) producer_op[qg.value(v).name] = n.op;
-    double cos_sum = 0, l2_sum = 0, cos_min = 1;
-    int top1 = 0, top5 = 0;
-    for (auto& in : inputs) {
-      std::map<std::string, Tensor> ref;
-      auto fout = fp.model->run_observed(in, [&](ValueId v, const TensorView& t) {
-        if (t.dtype == DType::f32) ref[fg.value(v).name] = Tensor(t.dtype, t.shape), std::memcpy(ref[fg.value(v).name].raw(), t.data, static_cast<size_t>(t.nbytes()));
-      });
-      auto qout = q.model->run_observed(in, [&](ValueId v, const TensorView& t) {
-        const Value& val = qg.value(v);
-        if (t.dtype != DType::u8 || !val.quant) return;
-        auto it = ref.find(val.name);
-        if (it == ref.end() || it->second.shape() != t.shape) return;
-        Acc& a = layer[val.name];
-        a.op = producer_op[val.name];
-        const float* r = it->second.data<float>();
-        for (int64_t i = 0; i < t.numel(); ++i) {
-          double d = r[i] - dequant(t, *val.quant, i);
-          a.signal += static_cast<double>(r[i]) * r[i];
-          a.noise += d * d;
-        }
-      });
-      OutputMetrics m = compare_outputs(fout[0], qout[0]);
-      if (vs_int8) {
-        OutputMetrics m8 = compare_outputs(i8.model->run(in)[0], qout[0]);
-        cos8_sum += m8.cosine, cos8_min = std::min(cos8_min, m8.cosine), top1_8 += m8.top1;
-      }
-      cos_sum += m.cosine, l2_sum += m.rel_l2, cos_min = std::min(cos_min, m.cosine);
-      top1 += m.top1, top5 += m.top5;
-    }
-    double n = static_cast<double>(inputs.size());
-    std::printf("%s %s vs fp32 over %zu input(s): cosine mean %.5f (min %.5f)  rel L2 %.4f  top-1 agree %.1f%%  "
+    const Comparison c = compare_models(fp, q, vs_int8 ? &i8 : nullptr, inputs);
+    const OutputAgreement& a = c.vs_fp32;
+    std::printf("%s %s vs fp32 over %d input(s): cosine mean %.5f (min %.5f)  rel L2 %.4f  top-1 agree %.1f%%  "
                 "top-5 agree %.1f%%\n",
-                o->m.model.c_str(), q.precision.c_str(), inputs.size(), cos_sum / n, cos_min, l2_sum / n,
-                100.0 * top1 / n, 100.0 * top5 / n);
-    if (vs_int8)
-      std::printf("%s %s vs int8 over %zu input(s): cosine mean %.5f (min %.5f)  top-1 agree %.1f%%\n",
-                  o->m.model.c_str(), q.precision.c_str(), inputs.size(), cos8_sum / n, cos8_min, 100.0 * top1_8 / n);
+                o->m.model.c_str(), q.precision.c_str(), c.inputs, a.cosine_mean, a.cosine_min, a.rel_l2_mean,
+                100.0 * a.top1, 100.0 * a.top5);
+    if (c.has_vs_int8)
+      std::printf("%s %s vs int8 over %d input(s): cosine mean %.5f (min %.5f)  top-1 agree %.1f%%\n",
+                  o->m.model.c_str(), q.precision.c_str(), c.inputs, c.vs_int8.cosine_mean, c.vs_int8.cosine_min,
+                  100.0 * c.vs_int8.top1);
     // Said plainly where the numbers mean the model no longer works: below 0.9 cosine the top-1
     // class rarely survives (w2a2 and w1a1 post-training quantization land at 0.5-0.7).
-    if (cos_sum / n < 0.9)
+    if (a.cosine_mean < 0.9)
       std::printf("%s %s: accuracy destroyed (cosine %.2f against fp32, top-1 agreement %.0f%%): post-training "
                   "quantization to %s does not preserve this model; %s\n",
-                  o->m.model.c_str(), q.precision.c_str(), cos_sum / n, 100.0 * top1 / n, q.precision.c_str(),
+                  o->m.model.c_str(), q.precision.c_str(), a.cosine_mean, 100.0 * a.top1, q.precision.c_str(),
                   q.precision == "w1a1" ? "binary networks are trained binary (Bi-Real, XNOR-Net); use this build "
                                           "for speed studies"
                                         : "keep more layers at 8 bits (--keep-8bit) or use a wider precision");
-    std::vector<std::pair<double, std::string>> rows;
-    for (auto& [name, a] : layer)
-      rows.push_back({a.noise > 0 ? 10 * std::log10(a.signal / a.noise) : 999.0, name});
-    std::sort(rows.begin(), rows.end());
     std::printf("\nper-layer SQNR (dB, lowest first; quantized output vs fp32):\n");
-    for (size_t i = 0; i < rows.size() && static_cast<int>(i) < o->layers; ++i)
-      std::printf("  %7.2f  %-40s %s\n", rows[i].first, rows[i].second.c_str(), layer[rows[i].second].op.c_str());
+    for (size_t i = 0; i < c.layers.size() && static_cast<int>(i) < o->layers; ++i)
+      std::printf("  %7.2f  %-40s %s\n", c.layers[i].sqnr_db, c.layers[i].value.c_str(), c.layers[i].op.c_str());
+    if (!o->json.empty()) {
+      nlohmann::json j = comparison_json(c);
+      j["model"] = o->m.model;
+      j["precision"] = q.precision;
+      std::ofstream out(o->json);
+      if (!out) throw Error("cannot write '" + o->json + "'");
+      out << j.dump(2) << "\n";
+    }
   });
 }
 

@@ -6,6 +6,7 @@
 #include "lowbit/common/error.h"
 #include "lowbit/common/log.h"
 #include "lowbit/frontend/load_model.h"
+#include "lowbit/ir/op_schema.h"
 #include "lowbit/io/samples.h"
 
 namespace lowbit {
@@ -46,6 +47,15 @@ BuiltModel build_model(const BuildOptions& o) {
     b.model = CompiledModel::compile(std::move(g), opts);
     return b;
   }
+  // A model imported already quantized (QDQ or QOperator ONNX) carries its own integer codes:
+  // calibrating it again would measure codes, not floats. It runs as imported at precision fp32.
+  // (Dtypes are inferred at compile; the ops say it: lowbit's own quantized ops, which the QDQ and
+  // QOperator imports produce, or QuantizeLinear kept as imported.)
+  for (const Node& n : g.nodes)
+    if (lowbit_quantized(n.op) || n.op == "QuantizeLinear")
+      throw Error("model '" + o.model + "' is already quantized (node '" + n.name + "' is " + n.op +
+                  "): it runs with its own quantization at precision fp32; quantizing it again (" + b.precision +
+                  ") is not supported");
   // Quantized: the fp32 model must run here to calibrate, so compile it for the host.
   CompileOptions fopts = opts;
   fopts.target = host_target();
