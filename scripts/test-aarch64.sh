@@ -35,11 +35,11 @@ built=$SECONDS
 #  - ApiBuild.* (115 emulated seconds) is the library's front door: loading, calibration order,
 #    artifact targets, the log sink, the same code on every arch; CApi.* is the C API's checks
 #    around it (this build links liblowbit.so all the same);
-#  - forged and bit-flipped artifacts (47 s) test the reader and its checksums, the same code on
-#    every arch; the release and sanitized stages run them.
+#  - forged and bit-flipped artifacts (47 s) and the fuzz targets' replay (FuzzReplay.*) test the
+#    readers, the same code on every arch; the release and sanitized stages run them.
 # Quantize.Resnet18* (int8 through the NEON kernels end to end) and the sub-byte activation-code
 # test stay. The suite had reached 42 of CI's 40 minutes, then 66 with the sanitized stage.
-ctest --preset aarch64 -j "$jobs" -E '^(Autotune\.|Quantize\.SameInputsGiveTheSameArtifact|Subbyte\.(EveryPrecision|NativeAndLogical|OnSlowAllow|OnSlowError|GroupSize|Prepacked|ArtifactKeeps|DetectorFlags)|Explain\.EveryRejectionOnEveryNamedTarget|Binary\.Resnet18W1a1|Artifact\.RoundTripRunsIdentically|Guard\.TargetWithoutSimdInt8|Models/Concurrency\.|ApiBuild\.|Artifact\.(ForgedContent|EverySingleByteChange)|CApi\.)'
+ctest --preset aarch64 -j "$jobs" -E '^(Autotune\.|Quantize\.SameInputsGiveTheSameArtifact|Subbyte\.(EveryPrecision|NativeAndLogical|OnSlowAllow|OnSlowError|GroupSize|Prepacked|ArtifactKeeps|DetectorFlags)|Explain\.EveryRejectionOnEveryNamedTarget|Binary\.Resnet18W1a1|Artifact\.RoundTripRunsIdentically|Guard\.TargetWithoutSimdInt8|Models/Concurrency\.|ApiBuild\.|Artifact\.(ForgedContent|EverySingleByteChange)|CApi\.|Targets/FuzzReplay\.)'
 # The int8 kernels forced onto plain NEON (the emulator still has dotprod; the cap hides it). The
 # fp32 rows need NEON only, so the cap would run them again unchanged (210 emulated seconds). The
 # int8 ResNet-18 end to end (90 emulated seconds) runs above; under the cap every plain-NEON int8

@@ -119,5 +119,18 @@ TEST(Image, GarbageAndEmptyFilesAreErrors) {
   EXPECT_THAT(error_of("/nonexistent/x.png"), HasSubstr("cannot load image"));
 }
 
+// Found by scripts/fuzz.sh: a JPEG whose Huffman table declares more than 256 codes made Debian's
+// stb_image 2.27 write past the table (UBSan: index 257 out of bounds). Refused before stb runs.
+TEST(Image, AJpegHuffmanTableWithTooManyCodesIsRefusedBeforeDecoding) {
+  const std::string finding = LOWBIT_SOURCE_DIR "/tests/fuzz/findings/image/crash-b9e84e5ecc13f934";
+  try {
+    load_image(finding);
+    ADD_FAILURE() << "the corrupt JPEG was decoded";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("corrupt JPEG: a Huffman table"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("more than the 256"));
+  }
+}
+
 }  // namespace
 }  // namespace lowbit

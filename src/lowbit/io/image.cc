@@ -58,6 +58,58 @@ std::vector<Tap> taps(int src, int dst) {
   return t;
 }
 
+// stb_image 2.27 (Debian 12's) builds a JPEG Huffman table from a DHT segment without checking that
+// its 16 code counts sum to at most 256 (2.28 added the check): a hostile file declaring more writes
+// past the table's 257-entry size array (found by scripts/fuzz.sh, tests/fuzz/findings/image/).
+// The segments are walked here first as stb reads them (junk between segments skipped, tables read
+// on past a segment that is too short for them, scans skipped: progressive files define tables
+// between them); anything else is left to stb, which refuses it.
+std::string jpeg_bad_huffman_table(const uint8_t* p, size_t n) {
+  // Start of image: 0xFF, any number of 0xFF fill bytes, 0xD8 (stb accepts the fill too).
+  size_t i = 0;
+  while (i < n && p[i] == 0xFF) ++i;
+  if (i == 0 || i >= n || p[i] != 0xD8) return "";  // not a JPEG
+  ++i;
+  while (i + 4 <= n) {
+    if (p[i] != 0xFF) {  // stb skips bytes between segments until the next 0xFF: so does this walk
+      ++i;
+      continue;
+    }
+    const uint8_t m = p[i + 1];
+    if (m == 0xFF) {  // fill byte
+      ++i;
+      continue;
+    }
+    if (m == 0xD8 || m == 0x01 || (m >= 0xD0 && m <= 0xD7)) {  // markers without a length
+      i += 2;
+      continue;
+    }
+    if (m == 0xD9) return "";  // end of image
+    const size_t len = (size_t{p[i + 2]} << 8) | p[i + 3];
+    if (m == 0xC4) {  // before the length check: stb reads a DHT whose length runs past the file too
+      // As stb reads it: tables while the segment's declared length lasts, each 17 bytes and its
+      // codes, read on past the segment's end when the length is too short for them (0 past EOF).
+      int64_t left = static_cast<int64_t>(len) - 2;
+      size_t j = i + 4;
+      while (left > 0) {
+        int codes = 0;
+        for (size_t k = 1; k <= 16; ++k) codes += j + k < n ? p[j + k] : 0;
+        if (codes > 256)
+          return "a Huffman table (DHT segment at byte " + std::to_string(i) + ") declares " + std::to_string(codes) +
+                 " codes, more than the 256 a JPEG table can hold";
+        j += 17 + static_cast<size_t>(codes);
+        left -= 17 + codes;
+      }
+    }
+    if (len < 2 || i + 2 + len > n) return "";
+    i += 2 + len;
+    if (m == 0xDA) {  // start of scan: skip the entropy-coded data to the next marker
+      while (i + 1 < n && !(p[i] == 0xFF && p[i + 1] != 0 && !(p[i + 1] >= 0xD0 && p[i + 1] <= 0xD7))) ++i;
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 bool is_image_file(const std::string& path) {
@@ -78,6 +130,8 @@ Image load_image(const std::string& path) {
     throw Error("cannot load image '" + path + "': read failed");
   const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
   const int len = static_cast<int>(bytes.size());
+  if (const std::string bad = jpeg_bad_huffman_table(data, bytes.size()); !bad.empty())
+    throw Error("cannot load image '" + path + "': corrupt JPEG: " + bad);
   int w = 0, h = 0, channels = 0;
   image_detail::decoder_limit = size_t{1} << 20;
   // The header first: a JPEG declaring 20000 x 20000 made stb_image allocate 1.2 GB of component

@@ -38,12 +38,13 @@ void infer_reshape(InferContext& c) {
   c.require(!(has_zero && infer_at >= 0), "shape " + ints_str(spec) + " combines -1 with a zero dimension (allowzero)");
   const int64_t n = num_elements(x);
   if (infer_at >= 0) {
-    int64_t known = num_elements(y);
+    // Checked: the other dims come from the model and their product may overflow (fuzz finding).
+    int64_t known = checked_num_elements(y);
     c.require(known > 0 && n % known == 0,
               "cannot reshape " + shape_str(x) + " (" + std::to_string(n) + " elements) to " + ints_str(spec));
     y[static_cast<size_t>(infer_at)] = n / known;
   }
-  c.require(num_elements(y) == n, "cannot reshape " + shape_str(x) + " (" + std::to_string(n) + " elements) to " +
+  c.require(checked_num_elements(y) == n, "cannot reshape " + shape_str(x) + " (" + std::to_string(n) + " elements) to " +
                                       ints_str(spec));
   c.set_output(0, c.dtype(0), y);
 }
