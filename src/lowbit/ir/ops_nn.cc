@@ -318,7 +318,13 @@ void infer_resize(InferContext& c) {
     for (size_t k = 0; k < r; ++k) {
       float f = read_float(s, static_cast<int64_t>(k));
       c.require(f > 0, "scales must be positive, got " + std::to_string(f));
-      y[k] = static_cast<int64_t>(std::floor(static_cast<double>(x[k]) * f));
+      // Bounded before the conversion: a scale of 1e25 (fuzz finding) made the double -> int64_t
+      // cast undefined. No dimension above 2^46 can be a tensor lowbit holds (kMaxTensorBytes).
+      const double d = std::floor(static_cast<double>(x[k]) * f);
+      c.require(d <= static_cast<double>(kMaxTensorBytes),
+                "scale " + std::to_string(f) + " makes dimension " + std::to_string(k) + " (" + std::to_string(x[k]) +
+                    ") larger than any tensor lowbit holds");
+      y[k] = static_cast<int64_t>(d);
       c.require(y[k] >= 1, "scale " + std::to_string(f) + " shrinks dimension " + std::to_string(k) + " (" +
                                std::to_string(x[k]) + ") to zero");
     }
