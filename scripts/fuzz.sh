@@ -2,7 +2,7 @@
 # Fuzzes lowbit's readers with libFuzzer (tests/fuzz/fuzz_targets.h): ONNX models, .lbm artifacts,
 # .npy files and images, each through the real path behind the reader, under ASan + UBSan.
 #   bash scripts/fuzz.sh [SECONDS_PER_TARGET=60] [TARGET...]     (targets: onnx artifact npy image)
-# Builds build/fuzz with Debian's clang-14, starts from the seeds in tests/fuzz/corpus/<target>
+# Builds build/fuzz with Debian's clang-14 (or uses $LOWBIT_FUZZ_BUILD), starts from the seeds in tests/fuzz/corpus/<target>
 # (read only) and keeps what it discovers in build/fuzz/corpus/<target>. Two targets run at a time.
 # A crash, sanitizer report, leak, timeout (20 s) or memory blow-up (3 GB) fails the run and leaves
 # the input in build/fuzz/findings/<target>/; copied into tests/fuzz/findings/<target>/ it becomes a
@@ -14,15 +14,15 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(onnx artifact npy image)
 CXX_FUZZ=${CXX_FUZZ:-clang++-14}
-if ! command -v "$CXX_FUZZ" >/dev/null; then
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clang-14
+command -v "$CXX_FUZZ" >/dev/null || bash scripts/install-deps.sh
+# LOWBIT_FUZZ_BUILD names a build that already has the targets (the test command passes the debug
+# preset's); otherwise build/fuzz is configured here, with coverage everywhere.
+build=${LOWBIT_FUZZ_BUILD:-build/fuzz}
+if [ -z "${LOWBIT_FUZZ_BUILD:-}" ]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$CXX_FUZZ" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DLOWBIT_FUZZ=ON -DLOWBIT_BUILD_TESTS=OFF -DLOWBIT_SHARED=OFF \
+    -DLOWBIT_PYTHON=OFF >/dev/null
 fi
-build=build/fuzz
-cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$CXX_FUZZ" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DLOWBIT_FUZZ=ON -DLOWBIT_BUILD_TESTS=OFF -DLOWBIT_SHARED=OFF \
-  -DLOWBIT_PYTHON=OFF >/dev/null
 cmake --build "$build" --target $(printf 'fuzz_%s ' "${targets[@]}")
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"

@@ -6,11 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CXX_TSAN=${CXX_TSAN:-clang++-14}
-if ! command -v "$CXX_TSAN" >/dev/null; then
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends clang-14
-fi
+command -v "$CXX_TSAN" >/dev/null || bash scripts/install-deps.sh
 build=build/tsan
 cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$CXX_TSAN" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DLOWBIT_TSAN=ON -DLOWBIT_WITH_ONNX=OFF >/dev/null

@@ -24,6 +24,7 @@
 #include "lowbit/quant/guard.h"
 #include "lowbit/quant/precision.h"
 #include "lowbit/runtime/compiled_model.h"
+#include "fuzz/fuzz_targets.h"
 
 namespace lowbit {
 namespace {
@@ -103,16 +104,6 @@ void put_byte(const std::string& path, size_t at, char c) {
   f.put(c);
 }
 
-// The format's checksum, written here from its description (artifact.h): FNV-1a-64 over the file
-// without the 8 checksum bytes at offset 48.
-constexpr size_t kChecksumAt = 48;
-void reseal(Bytes& b) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (size_t i = 0; i < b.size(); ++i)
-    if (i < kChecksumAt || i >= kChecksumAt + 8) h = (h ^ uint8_t(b[i])) * 0x100000001b3ULL;
-  std::memcpy(b.data() + kChecksumAt, &h, 8);
-}
-
 uint64_t header_u64(const Bytes& b, size_t at) {
   uint64_t v;
   std::memcpy(&v, b.data() + at, 8);
@@ -129,7 +120,7 @@ Bytes with_meta(const Bytes& b, const std::string& meta) {
   out += b.substr(data_at);
   std::memcpy(out.data() + 24, &meta_size, 8);
   std::memcpy(out.data() + 32, &new_data_at, 8);
-  reseal(out);
+  fuzz::reseal_artifact(out);
   return out;
 }
 Bytes meta_of(const Bytes& b) { return b.substr(64, header_u64(b, 24)); }
@@ -263,7 +254,7 @@ TEST(Artifact, ForgedHeaderSizesAreRefusedWithoutWrapping) {
   for (auto [at, v] : forged) {
     Bytes b = s.bytes;
     std::memcpy(b.data() + at, &v, 8);
-    reseal(b);
+    fuzz::reseal_artifact(b);
     const std::string why = try_artifact(path, b, s.inputs);
     EXPECT_NE(why, "") << "field at " << at << " = " << v << " was accepted";
   }
@@ -298,7 +289,7 @@ TEST(Artifact, ForgedContentIsRefusedOrRunsNeverCrashes) {
         if (sub == c) continue;
         Bytes b = s.bytes;
         b[i] = sub;
-        reseal(b);
+        fuzz::reseal_artifact(b);
         ran += try_artifact(path, b, s.inputs).empty();
         ++variants;
       }
@@ -309,7 +300,7 @@ TEST(Artifact, ForgedContentIsRefusedOrRunsNeverCrashes) {
     for (size_t i = data_at; i < s.bytes.size(); i += data_step) {
       Bytes b = s.bytes;
       b[i] = char(uint8_t(b[i]) ^ 0xFF);
-      reseal(b);
+      fuzz::reseal_artifact(b);
       ran += try_artifact(path, b, s.inputs).empty();
       ++variants;
     }
@@ -335,7 +326,7 @@ TEST(Artifact, ForgedGraphsNameWhatIsWrong) {
     EXPECT_LE(rep.size(), from.size());
     rep.resize(from.size(), ' ');
     b.replace(at, from.size(), rep);
-    reseal(b);
+    fuzz::reseal_artifact(b);
     return try_artifact(path, b, s.inputs);
   };
   EXPECT_THAT(forge("\"op\":\"QConv\"", "\"op\":\"QConX\""), HasSubstr("unsupported op 'QConX'"));
@@ -381,7 +372,7 @@ TEST(Artifact, ForgedGraphsNameWhatIsWrong) {
     const std::string dims = s.bytes.substr(at, s.bytes.find(']', at) - at);
     Bytes b = s.bytes;
     b[at] = b[at] == '9' ? '1' : char(b[at] + 1);  // its first dim
-    reseal(b);
+    fuzz::reseal_artifact(b);
     EXPECT_THAT(try_artifact(path, b, s.inputs), HasSubstr("but its constant is")) << dims;
   }
   std::filesystem::remove(path);

@@ -23,6 +23,10 @@ bool artifact(const uint8_t* data, size_t size);
 bool npy(const uint8_t* data, size_t size);
 bool image(const uint8_t* data, size_t size);
 
+// Recomputes an .lbm file's checksum (FNV-1a-64 over the file but the 8 bytes at offset 48) in
+// place, as a forger would; files shorter than the header are left as they are.
+void reseal_artifact(std::string& bytes);
+
 struct NamedTarget {
   const char* name;  // also the corpus folder: tests/fuzz/corpus/<name>
   Target run;

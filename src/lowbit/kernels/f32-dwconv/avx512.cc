@@ -1,7 +1,9 @@
 // AVX-512F flat polyphase depthwise kernels: 16 floats per zmm (f32_dwconv_inl.h).
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_ps() as the unused merge source, which
 // -Wmaybe-uninitialized reports wherever they are inlined (as in f32-velementwise/avx512.cc).
+#if !defined(__clang__)  // a GCC-only warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include "lowbit/kernels/simd/f32_vec_avx512.h"
 // the traits first: the template uses them
 #include "lowbit/kernels/f32-dwconv/f32_dwconv_inl.h"

@@ -6,7 +6,9 @@
 // GCC 12's AVX-512 headers initialise "undefined" vectors with themselves (GCC PR 105593), which
 // -W(maybe-)uninitialized reports wherever they are inlined.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a GCC-only warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>

@@ -8,7 +8,6 @@ namespace LOWBIT_KERNEL_NS {
 namespace {
 
 struct Avx2Dw : YmmDwBase {
-  static constexpr size_t G = 2;
   static void dot(Acc& acc, const int32_t* p, Wv w) {
     acc.v[0] = _mm256_add_epi32(acc.v[0], _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), w));
     acc.v[1] = _mm256_add_epi32(acc.v[1], _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 8)), w));

@@ -3,7 +3,9 @@
 // outputs. init = -zp_x * sum(w) restores sum (x - zp_x) w.
 // GCC 12's AVX-512 headers initialise "undefined" vectors with themselves (GCC PR 105593), which
 // -Wmaybe-uninitialized reports wherever they are inlined.
+#if !defined(__clang__)  // a GCC-only warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include "lowbit/kernels/x86_simd.h"
 // x86_simd.h first: the shared helpers use its intrinsics.
 #include "lowbit/kernels/qu8-dwconv/qu8_dw_x86_inl.h"
@@ -13,7 +15,6 @@ namespace LOWBIT_KERNEL_NS {
 namespace {
 
 struct Avx512VnniDw {
-  static constexpr size_t G = 4;
   using Wv = __m512i;
   using Acc = __m512i;
   struct Requant : ZmmRequant {

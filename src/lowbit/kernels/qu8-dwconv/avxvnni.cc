@@ -10,7 +10,6 @@ namespace LOWBIT_KERNEL_NS {
 namespace {
 
 struct AvxVnniDw : YmmDwBase {
-  static constexpr size_t G = 4;
   static void dot(Acc& acc, const int32_t* p, Wv w) {
     acc.v[0] = dpbusd(acc.v[0], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), w);
     acc.v[1] = dpbusd(acc.v[1], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 8)), w);

@@ -7,7 +7,6 @@ namespace LOWBIT_KERNEL_NS {
 namespace {
 
 struct NeonDw : NeonDwBase {
-  static constexpr size_t G = 2;
   static void dot(Acc& acc, const int32_t* p, Wv w) {
     const int16x8_t w16 = vreinterpretq_s16_s32(w);
 #pragma GCC unroll 4

@@ -6,7 +6,6 @@ namespace LOWBIT_KERNEL_NS {
 namespace {
 
 struct NeonDotDw : NeonDwBase {
-  static constexpr size_t G = 4;
   static void dot(Acc& acc, const int32_t* p, Wv w) {
     const int8x16_t w8 = vreinterpretq_s8_s32(w);
 #pragma GCC unroll 4

@@ -7,7 +7,9 @@
 // memory operand. MR x 8 tails use the ymm form (AVX512VL).
 // GCC 12's AVX-512 headers initialise "undefined" vectors with themselves (GCC PR 105593), which
 // -Wmaybe-uninitialized reports wherever they are inlined.
+#if !defined(__clang__)  // a GCC-only warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include "lowbit/kernels/x86_simd.h"
 // x86_simd.h first: the shared helpers use its intrinsics.
 #include "lowbit/kernels/qu8-gemm/qu8_ukernel_inl.h"

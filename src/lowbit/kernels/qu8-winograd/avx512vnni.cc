@@ -3,7 +3,9 @@
 // and the output transform as the AVX2 output_panel (avx2.cc) 16 lanes at a time with the VNNI
 // kernels' own zmm requantization. With C = 64 input channels the GEMMs are short, and on ymm the
 // transforms took as long as the GEMMs.
+#if !defined(__clang__)  // a GCC-only warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's AVX-512 headers (avx512vnni.cc)
+#endif
 #include "lowbit/kernels/x86_simd.h"
 // x86_simd.h first: the shared helpers use its intrinsics.
 #include "lowbit/kernels/qu8-gemm/qu8_ukernel_inl.h"

@@ -381,7 +381,9 @@ void quantize_linear(const Graph& g, const Node& n, std::span<const TensorView> 
     const int64_t zp = present(in, 2) ? ref::view_int(in[2], a) : 0;
     const float v = x.dtype == DType::f32 ? x.as<float>()[i] : static_cast<float>(x.as<int32_t>()[i]);
     float r = std::nearbyintf(v / scale[a]);
-    r = std::min(std::max(r, -1e9f), 1e9f);  // NaN / inf stay defined: saturate
+    // inf saturates; NaN gives the lowest code, as the SIMD kernels' cvtps2dq (0x80000000) does.
+    // (std::max / std::min pass a NaN through, and its cast to an integer is undefined: clang's UBSan.)
+    r = r != r ? -1e9f : std::min(std::max(r, -1e9f), 1e9f);
     const int64_t q = std::clamp(static_cast<int64_t>(r) + zp, lo, hi);
     if (t == DType::u8) out[0].as<uint8_t>()[i] = static_cast<uint8_t>(q);
     else if (t == DType::i8) out[0].as<int8_t>()[i] = static_cast<int8_t>(q);

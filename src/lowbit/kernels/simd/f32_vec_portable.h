@@ -33,6 +33,9 @@ struct ScalarF {
   static Vec abs(Vec v) { return std::fabs(v); }
   static Vec round(Vec v) { return std::nearbyintf(v); }
   static Vec pow2(Vec n) {
+    // NaN passes through (the callers select their NaN result by `ordered`): converting it to an
+    // integer is undefined in C++, where cvttps2dq gives 0x80000000 (clang's UBSan caught the cast).
+    if (n != n) return n;
     const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
     float f;
     std::memcpy(&f, &bits, sizeof f);
