@@ -5,6 +5,9 @@ check-preprocess IMG LOWBIT.npy     lowbit's tensor vs PaddleOCR's recipe (resiz
                                     aspect ratio, width <= 192, x/255, (x-0.5)/0.5, zeros to the right)
 report RESULTS.tsv                  RESULTS.tsv rows: image, expected class, fp32 .npy, int8 .npy, text. Prints a
                                     table; exits 1 unless fp32 is right on every image and int8 agrees with it.
+check-sensitivity MODEL.onnx S.json `lowbit sensitivity --json` on the model: every Conv of the ONNX file is
+                                    there at int8 and w4a8, bytes shrink with the width, no single int8 layer
+                                    changes a predicted class, and 4-bit weights cost more than 8-bit ones.
 """
 import math
 import sys
@@ -101,9 +104,47 @@ def report(tsv):
         sys.exit(1)
 
 
+def check_sensitivity(model_path, json_path):
+    import json
+
+    import onnx
+
+    convs = {n.name for n in onnx.load(model_path).graph.node if n.op_type == "Conv"}
+    s = json.load(open(json_path))
+    layers = {l["node"]: l for l in s["layers"]}
+    problems = []
+    if set(layers) != convs:
+        problems.append(f"layers {sorted(set(layers) ^ convs)} differ from the model's Conv nodes")
+    damage = {"int8": 0.0, "w4a8": 0.0}
+    for name, l in layers.items():
+        at = l["at"]
+        if set(at) != {"int8", "w4a8"}:
+            problems.append(f"{name}: precisions {sorted(at)}")
+            continue
+        if not l["fp32_weight_bytes"] > at["int8"]["weight_bytes"] > at["w4a8"]["weight_bytes"]:
+            problems.append(f"{name}: weight bytes do not shrink with the width")
+        if at["int8"]["top1_agreement"] < 1.0 or at["int8"]["cosine"] < 0.999:
+            problems.append(f"{name}: int8 alone changes the output (cosine {at['int8']['cosine']:.5f}, "
+                            f"class agreement {at['int8']['top1_agreement']:.2f})")
+        for p in damage:
+            damage[p] += 1 - at[p]["cosine"]
+    worst = sorted(layers.values(), key=lambda l: l["at"]["w4a8"]["cosine"])[:5]
+    print(f"{len(layers)} convs over {s['eval_inputs']} images; summed damage (1 - cosine): int8 {damage['int8']:.2e}, "
+          f"w4a8 {damage['w4a8']:.2e}")
+    print("most sensitive at w4a8: " + ", ".join(
+        f"{l['node']} (cosine {l['at']['w4a8']['cosine']:.4f}, SQNR {l['at']['w4a8']['sqnr_db']:.1f} dB)" for l in worst))
+    if damage["w4a8"] <= damage["int8"]:
+        problems.append("4-bit weights did no more damage than 8-bit ones")
+    for p in problems:
+        print("FAIL:", p)
+    if problems:
+        sys.exit(1)
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"identity-model": identity_model, "check-preprocess": check_preprocess, "report": report}[cmd](*args)
+    {"identity-model": identity_model, "check-preprocess": check_preprocess, "report": report,
+     "check-sensitivity": check_sensitivity}[cmd](*args)
 
 
 if __name__ == "__main__":

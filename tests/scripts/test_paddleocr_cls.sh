@@ -6,7 +6,8 @@
 #   2. lowbit's image preprocessing (--resize pad --mean/--std 0.5) matches PaddleOCR's recipe;
 #   3. fp32 predicts the right orientation (class 0 = 0 degrees, 1 = 180) on 10 upright text lines
 #      and the same lines rotated 180 degrees;
-#   4. the int8 artifact (calibrated on other rendered lines) predicts the same class as fp32 on each.
+#   4. the int8 artifact (calibrated on other rendered lines) predicts the same class as fp32 on each;
+#   5. `lowbit sensitivity` measures every conv alone at int8 and w4a8 on the test images.
 # Usage: test_paddleocr_cls.sh <lowbit-binary> <work-dir>   (the model is cached in the work dir)
 set -euo pipefail
 LOWBIT=${1:?usage: $0 <lowbit-binary> <work-dir>}
@@ -130,4 +131,10 @@ done
 if ! "$PY" "$HELPER" report "$WORK/results.tsv"; then
   fail "see the table above"
 fi
+
+echo "== 5. per-layer sensitivity: each conv alone at int8 and w4a8, judged on the test images"
+"$LOWBIT" sensitivity "$MODEL" "${SHAPE[@]}" "${PRE[@]}" --calib-data "$WORK/calib" --calib-samples "${#CALIB_LINES[@]}" \
+  --eval-data "$WORK/images" --eval-samples 20 --precisions int8,w4a8 --timing-runs 2 --rows 8 \
+  --json "$WORK/sensitivity.json"
+"$PY" "$HELPER" check-sensitivity "$MODEL" "$WORK/sensitivity.json" || fail "see above"
 echo "test_paddleocr_cls: all passed"

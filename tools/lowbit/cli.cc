@@ -23,8 +23,10 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("--target", o.target,
                  "target to compile for (see `lowbit targets`; default: host, or an artifact's own target)");
   cmd.add_option("--precision", o.precision,
-                 std::string("quantized on the fly with calibration unless fp32: ") + precision_help())
+                 std::string("quantized on the fly with calibration unless fp32: ") + precision_help() +
+                     "; `quantize --precision auto` chooses one per layer against --max-drop")
       ->check([](const std::string& s) {
+        if (s == "auto") return std::string();
         try {
           parse_precision(s);
           return std::string();
@@ -35,6 +37,9 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("--keep-8bit", o.keep_8bit,
                  "below 8 bits: Conv/Gemm nodes kept at w8a8: first,last (default: stem and classifier), none, "
                  "or node names (may mix)");
+  cmd.add_option("--layer-precision", o.layer_precision,
+                 "Conv/Gemm nodes at a precision of their own: NODE=PRECISION,... (fp32 keeps a node unquantized; "
+                 "`lowbit sensitivity` says which layers can take what)");
   cmd.add_option("--mode", o.mode, "below 8 bits: native (packed sub-byte weights) or logical (codes in int8 storage)")
       ->check(CLI::IsMember({"native", "logical"}));
   cmd.add_option("--weight-scale", o.weight_scale,
@@ -76,11 +81,15 @@ QuantizeOptions quantize_options(const ModelOptions& o) {
   q.mode = parse_storage_mode(o.mode);
   q.weight_scale = parse_weight_scale(o.weight_scale);
   q.keep_8bit = parse_keep_8bit(o.keep_8bit);
+  q.layer_precision = parse_layer_precisions(o.layer_precision);
   q.group_size = o.group_size;
   return q;
 }
 
-BuiltModel build_model(const ModelOptions& o, bool foreign_ok) {
+BuildOptions build_options(const ModelOptions& o, bool foreign_ok) {
+  if (o.precision == "auto")
+    throw Error("--precision auto chooses each layer's precision in `lowbit quantize MODEL --precision auto -o M.lbm`; "
+                "the other commands then take M.lbm");
   BuildOptions b;
   b.model = o.model;
   for (auto& s : o.input_shapes) b.input_shapes.insert(parse_input_shape(s));
@@ -105,8 +114,12 @@ BuiltModel build_model(const ModelOptions& o, bool foreign_ok) {
                    std::string(static_cast<size_t>(w - fill), '.').c_str(), done, total, done == total ? "\n" : "");
     };
   }
+  return b;
+}
+
+BuiltModel build_model(const ModelOptions& o, bool foreign_ok) {
   try {
-    return lowbit::build_model(b);
+    return lowbit::build_model(build_options(o, foreign_ok));
   } catch (const Error& e) {
     // The library names its inputs generically; the CLI user typed these flags.
     std::string m = e.what();

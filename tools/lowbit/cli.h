@@ -32,6 +32,7 @@ struct ModelOptions {
   std::string on_slow = "fp32";
   // below 8 bits (quant/quantize.h)
   std::string keep_8bit = "first,last";
+  std::string layer_precision;  // NODE=PRECISION,...
   std::string mode = "native";
   std::string weight_scale = "auto";
   int group_size = 0;
@@ -41,6 +42,8 @@ struct ModelOptions {
 
 // Adds MODEL and the options every model command shares.
 void add_model_options(CLI::App& cmd, ModelOptions& o);
+// The library's build options (api/build.h) the command line asks for.
+BuildOptions build_options(const ModelOptions& o, bool foreign_ok = false);
 // The library's build_model (api/build.h) with the options parsed from the command line.
 // `foreign_ok`: allow a target the host cannot run.
 BuiltModel build_model(const ModelOptions& o, bool foreign_ok = false);
@@ -63,5 +66,6 @@ void register_ops(CLI::App& app);
 void register_export(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_compare(CLI::App& app);
+void register_sensitivity(CLI::App& app);
 
 }  // namespace lowbit::cli

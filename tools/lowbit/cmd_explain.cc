@@ -93,6 +93,9 @@ void register_explain(CLI::App& app) {
         if (const int64_t macs = n["macs"]; macs) std::printf("  %.1f MMACs", static_cast<double>(macs) / 1e6);
         std::printf("\n  chosen   %s\n", kernel.c_str());
         if (n.contains("note")) std::printf("  note     %s\n", n["note"].get<std::string>().c_str());
+        if (n.contains("precision"))
+          std::printf("  precision %s (%s)\n", n["precision"]["precision"].get<std::string>().c_str(),
+                      n["precision"]["why"].get<std::string>().c_str());
         for (const auto& r : n["rejected"])
           std::printf("  rejected %s: %s\n", r["kernel"].get<std::string>().c_str(), r["reason"].get<std::string>().c_str());
       }

@@ -46,14 +46,30 @@ struct BuiltModel {
   Graph graph;                 // what an artifact would store (the quantized graph when quantized)
   std::vector<SlowNode> slow;  // the guard's findings (quantized only)
   std::string precision;       // "fp32", "int8", "w4a8", ... (Precision::name)
+  // Conv / Gemm nodes at a precision other than `precision`, and why: kept 8-bit (stem,
+  // classifier), --layer-precision, or the mixed-precision search.
+  std::map<std::string, std::pair<std::string, std::string>> layer_precision;  // node -> (precision, why)
 };
+
+// Where quantizing starts: the fp32 model compiled on the host for calibration (activations not
+// fused into convs, so every conv output can be measured), the quantizer's options with the
+// calibration samples in input order, and the compile options for the target. build_model
+// quantizes from it once; analyses that quantize one model many ways (api/sensitivity.h) reuse it.
+struct QuantizationStart {
+  std::unique_ptr<CompiledModel> fp32;
+  QuantizeOptions quantize;  // o.quantize with precision = o.precision and the samples
+  CompileOptions compile;    // o.compile for o.target (or the host)
+};
+// Needs a quantized precision and an fp32 model (not an artifact, not a QDQ model).
+QuantizationStart start_quantization(const BuildOptions& o);
 
 // Loads, validates, optimises, quantizes (unless fp32) and dispatches. Throws lowbit::Error.
 BuiltModel build_model(const BuildOptions& o);
 
 // The metadata an artifact of `b` carries (save_artifact): what the loader reads (precision,
 // target_spec, target) and what reports show (weight_bits, act_bits, source, kept_fp32, each node
-// the guard kept in fp32 with its reason). Front ends add their own fields.
+// the guard kept in fp32 with its reason, layer_precision: each node at a precision of its own with
+// why). Front ends add their own fields.
 nlohmann::json artifact_metadata(const BuiltModel& b, const std::string& source);
 
 }  // namespace lowbit

@@ -8,14 +8,8 @@
 #include "lowbit/common/error.h"
 
 namespace lowbit {
-namespace {
 
-struct OutputMetrics {
-  double cosine, rel_l2;
-  bool top1, top5;
-};
-
-OutputMetrics compare_outputs(const Tensor& ref, const Tensor& q) {
+OutputMetrics compare_output(const Tensor& ref, const Tensor& q) {
   if (ref.dtype() != DType::f32 || q.dtype() != DType::f32 || ref.shape() != q.shape())
     throw Error("compare: the models' first outputs differ (" + std::string(dtype_name(ref.dtype())) + " " +
                 shape_str(ref.shape()) + " vs " + dtype_name(q.dtype()) + " " + shape_str(q.shape()) + ")");
@@ -38,7 +32,7 @@ OutputMetrics compare_outputs(const Tensor& ref, const Tensor& q) {
   return {dot / std::sqrt(na * nb + 1e-30), std::sqrt(diff / (na + 1e-30)), best_a == best_b, top5};
 }
 
-void add(OutputAgreement& a, const OutputMetrics& m) {
+void add_output(OutputAgreement& a, const OutputMetrics& m) {
   a.cosine_mean += m.cosine;
   a.cosine_min = std::min(a.cosine_min, m.cosine);
   a.rel_l2_mean += m.rel_l2;
@@ -46,10 +40,31 @@ void add(OutputAgreement& a, const OutputMetrics& m) {
   a.top5 += m.top5;
 }
 
-void finish(OutputAgreement& a, int n) {
+void finish_agreement(OutputAgreement& a, int n) {
   const double d = n > 0 ? n : 1;
   a.cosine_mean /= d, a.rel_l2_mean /= d, a.top1 /= d, a.top5 /= d;
 }
+
+void SqnrAccumulator::add(const Tensor& ref, const TensorView& t, const Value& val) {
+  if (ref.dtype() != DType::f32 || ref.shape() != t.shape) return;
+  const float* r = ref.data<float>();
+  auto sum = [&](auto value) {
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const double d = r[i] - static_cast<double>(value(i));
+      signal += static_cast<double>(r[i]) * r[i];
+      noise += d * d;
+    }
+  };
+  if (t.dtype == DType::f32) {  // a layer that writes floats itself (a classifier's QGemm)
+    sum([&](int64_t i) { return t.as<float>()[i]; });
+    return;
+  }
+  if (t.dtype != DType::u8 || !val.quant || val.quant->scale.empty() || val.quant->zero_point.empty()) return;
+  const float scale = val.quant->scale[0], zp = static_cast<float>(val.quant->zero_point[0]);
+  sum([&](int64_t i) { return scale * (static_cast<float>(t.as<uint8_t>()[i]) - zp); });
+}
+
+namespace {
 
 nlohmann::json agreement_json(const OutputAgreement& a) {
   return {{"cosine_mean", a.cosine_mean}, {"cosine_min", a.cosine_min}, {"rel_l2_mean", a.rel_l2_mean},
@@ -63,7 +78,7 @@ Comparison compare_models(const BuiltModel& fp, const BuiltModel& q, const Built
   const Graph& fg = fp.model->graph();
   const Graph& qg = q.model->graph();
   struct Acc {
-    double signal = 0, noise = 0;
+    SqnrAccumulator sqnr;
     std::string op;
   };
   std::map<std::string, Acc> layer;
@@ -84,27 +99,20 @@ Comparison compare_models(const BuiltModel& fp, const BuiltModel& q, const Built
     });
     const auto qout = q.model->run_observed(in, [&](ValueId v, const TensorView& t) {
       const Value& val = qg.value(v);
-      if (t.dtype != DType::u8 || !val.quant || val.quant->scale.empty() || val.quant->zero_point.empty()) return;
       auto it = ref.find(val.name);
-      if (it == ref.end() || it->second.shape() != t.shape) return;
+      if (it == ref.end() || it->second.shape() != t.shape || t.dtype != DType::u8) return;
       Acc& a = layer[val.name];
       a.op = producer_op[val.name];
-      const float* r = it->second.data<float>();
-      const float scale = val.quant->scale[0], zp = static_cast<float>(val.quant->zero_point[0]);
-      for (int64_t i = 0; i < t.numel(); ++i) {
-        const double d = r[i] - scale * (static_cast<float>(t.as<uint8_t>()[i]) - zp);
-        a.signal += static_cast<double>(r[i]) * r[i];
-        a.noise += d * d;
-      }
+      a.sqnr.add(it->second, t, val);
     });
     if (fout.empty() || qout.empty()) throw Error("compare: a model without outputs");
-    add(c.vs_fp32, compare_outputs(fout[0], qout[0]));
-    if (int8) add(c.vs_int8, compare_outputs(int8->model->run(in)[0], qout[0]));
+    add_output(c.vs_fp32, compare_output(fout[0], qout[0]));
+    if (int8) add_output(c.vs_int8, compare_output(int8->model->run(in)[0], qout[0]));
   }
-  finish(c.vs_fp32, c.inputs);
-  finish(c.vs_int8, c.inputs);
+  finish_agreement(c.vs_fp32, c.inputs);
+  finish_agreement(c.vs_int8, c.inputs);
   for (auto& [name, a] : layer)
-    c.layers.push_back({name, a.op, a.noise > 0 ? 10 * std::log10(a.signal / a.noise) : 999.0});
+    c.layers.push_back({name, a.op, a.sqnr.db()});
   std::sort(c.layers.begin(), c.layers.end(),
             [](const LayerSqnr& x, const LayerSqnr& y) { return std::tie(x.sqnr_db, x.value) < std::tie(y.sqnr_db, y.value); });
   return c;

@@ -3,6 +3,7 @@
 // bits, against int8) on the same inputs: output cosine, relative L2 and top-1/top-5 agreement, and
 // every quantized activation's SQNR against the fp32 tensor of the same name (which layer lost the
 // signal). `lowbit compare` prints it; embedding programs read the struct or its JSON.
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,27 @@ namespace lowbit {
 struct OutputAgreement {
   double cosine_mean = 0, cosine_min = 1, rel_l2_mean = 0;
   double top1 = 0, top5 = 0;  // fractions of the inputs whose fp32 best class the model keeps
+};
+
+// One output against its reference: cosine, relative L2, and whether the reference's best class
+// is the model's best (top1) and among its best five (top5). Throws when dtypes or shapes differ.
+struct OutputMetrics {
+  double cosine, rel_l2;
+  bool top1, top5;
+};
+OutputMetrics compare_output(const Tensor& ref, const Tensor& q);
+// Means over inputs: add each input's metrics, then finish with the count.
+void add_output(OutputAgreement& a, const OutputMetrics& m);
+void finish_agreement(OutputAgreement& a, int inputs);
+
+// Signal and noise of a value's quantized codes (u8, its QuantParams' first scale and zero point)
+// or of its floats (a quantized layer that writes f32) against the fp32 tensor of the same value,
+// summed over inputs.
+struct SqnrAccumulator {
+  double signal = 0, noise = 0;
+  // Ignored unless the shapes match and `codes` is f32, or u8 with a scale and zero point.
+  void add(const Tensor& ref, const TensorView& codes, const Value& v);
+  double db() const { return noise > 0 ? 10 * std::log10(signal / noise) : 999.0; }  // 999: exact
 };
 
 struct LayerSqnr {

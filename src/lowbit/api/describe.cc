@@ -54,6 +54,8 @@ nlohmann::json explain_json(const BuiltModel& b, const std::string& model_name) 
                           {"rejected", rej}};
     const std::string unfused = n.attrs.get_string(kQdqUnfusedAttr, "");
     if (!unfused.empty()) row["note"] = "kept as imported, not fused into lowbit's int8 form: " + unfused;
+    if (auto lp = b.layer_precision.find(n.name); lp != b.layer_precision.end())
+      row["precision"] = {{"precision", lp->second.first}, {"why", lp->second.second}};
     nodes.push_back(std::move(row));
   }
   return {{"model", model_name},

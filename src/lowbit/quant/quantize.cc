@@ -43,6 +43,35 @@ Keep8Bit parse_keep_8bit(const std::string& s) {
   return k;
 }
 
+std::map<std::string, Precision> parse_layer_precisions(const std::string& s) {
+  std::map<std::string, Precision> m;
+  size_t pos = 0;
+  while (!s.empty() && pos <= s.size()) {
+    const size_t comma = s.find(',', pos);
+    const std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    const size_t eq = item.rfind('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      throw Error("--layer-precision: '" + item + "' is not NODE=PRECISION (e.g. conv1=fp32,fc=int8)");
+    const std::string node = item.substr(0, eq);
+    if (m.count(node)) throw Error("--layer-precision: node '" + node + "' is given twice");
+    m[node] = parse_precision(item.substr(eq + 1));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return m;
+}
+
+std::string layer_precisions_str(const std::map<std::string, Precision>& m) {
+  std::string r;
+  for (auto& [node, p] : m) r += (r.empty() ? "" : ",") + node + "=" + p.name();
+  return r;
+}
+
+Precision node_precision(const std::string& node, const QuantizeOptions& opts, const std::set<std::string>& kept_8bit) {
+  if (auto it = opts.layer_precision.find(node); it != opts.layer_precision.end()) return it->second;
+  return kept_8bit.count(node) ? kInt8 : opts.precision;
+}
+
 namespace {
 
 // Squared error of coding `w` (n values) with scale s in [lo, hi]. Clamping to the integer
@@ -243,14 +272,15 @@ class Rewriter {
     return activation_params(ranges_[static_cast<size_t>(v)], widths_[static_cast<size_t>(v)]);
   }
 
-  // Weight codes of a Conv / Gemm node: its precision's, or i8 when it is kept 8-bit.
-  DType weight_code(const Node& n) const { return kept_8bit_.count(n.name) ? DType::i8 : opts_.precision.weight; }
+  // Weight codes of a Conv / Gemm node: its precision's (node_precision).
+  DType weight_code(const Node& n) const { return node_precision(n.name, opts_, kept_8bit_).weight; }
   Tensor weights(const Node& n, const Tensor& w, QuantParams& q) const {
     const DType code = weight_code(n);
     const DType storage = opts_.mode == StorageMode::native ? code : DType::i8;
-    // Group-wise scales for the nodes at the precision's width; the ones kept 8-bit (stem,
-    // classifier) keep a scale per output channel.
-    return quantize_weights(w, code, opts_.weight_scale, storage, q, kept_8bit_.count(n.name) ? 0 : opts_.group_size);
+    // Group-wise scales for the nodes at the model's precision; the ones kept 8-bit (stem,
+    // classifier) or given their own keep a scale per output channel.
+    const bool own = kept_8bit_.count(n.name) || opts_.layer_precision.count(n.name);
+    return quantize_weights(w, code, opts_.weight_scale, storage, q, own ? 0 : opts_.group_size);
   }
   std::string weight_name(const Node& n, ValueId w) const {
     return fv(w).name + "." + dtype_name(opts_.mode == StorageMode::native ? weight_code(n) : DType::i8);
@@ -485,6 +515,30 @@ std::vector<const Node*> quantizable_matmuls(const Graph& g) {
 
 }  // namespace
 
+// layer_precision checked against the graph (each a quantizable Conv / Gemm, no per-layer binary),
+// with its fp32 entries moved to keep_fp32, which is what the rewrite and the widths read.
+static QuantizeOptions resolve_layers(const Graph& g, const QuantizeOptions& opts) {
+  if (opts.layer_precision.empty()) return opts;
+  std::set<std::string> matmuls;
+  for (const Node* n : quantizable_matmuls(g)) matmuls.insert(n->name);
+  QuantizeOptions r = opts;
+  for (auto& [node, p] : opts.layer_precision) {
+    if (!matmuls.count(node)) {
+      bool known = false;
+      for (const Node& n : g.nodes) known |= n.name == node;
+      throw Error("--layer-precision: " + (known ? "node '" + node + "' is not a Conv or Gemm with constant weights"
+                                                  : "the model has no node '" + node + "'"));
+    }
+    if (p.weight == DType::b1)
+      throw Error("--layer-precision " + node + "=" + p.name() + ": binary layers need the whole model binary (--precision w1a1)");
+    if (!p.quantized()) {
+      r.keep_fp32.insert(node);
+      r.layer_precision.erase(node);
+    }
+  }
+  return r;
+}
+
 std::vector<std::pair<std::string, std::string>> nodes_kept_8bit(const Graph& g, const QuantizeOptions& opts) {
   std::vector<std::pair<std::string, std::string>> kept;
   if (!opts.precision.subbyte()) return kept;
@@ -504,7 +558,8 @@ std::vector<std::pair<std::string, std::string>> nodes_kept_8bit(const Graph& g,
   return kept;
 }
 
-std::vector<DType> activation_widths(const Graph& g, const QuantizeOptions& opts) {
+std::vector<DType> activation_widths(const Graph& g, const QuantizeOptions& given) {
+  const QuantizeOptions opts = resolve_layers(g, given);
   std::set<std::string> kept;
   for (auto& [node, why] : nodes_kept_8bit(g, opts)) kept.insert(node);
   // bits[v]: the widest width a quantized consumer of v needs (0: none yet). Consumers come after
@@ -522,7 +577,7 @@ std::vector<DType> activation_widths(const Graph& g, const QuantizeOptions& opts
     const Node& n = *it;
     const bool fp32 = opts.keep_fp32.count(n.name) > 0;
     if (!fp32 && (n.op == "Conv" || n.op == "Gemm")) {
-      need(n.inputs[0], kept.count(n.name) ? 8 : opts.precision.act_bits());
+      need(n.inputs[0], node_precision(n.name, opts, kept).act_bits());
       if (n.op == "Conv") need(Graph::input_or_none(n, 3), out_bits(n));  // a fused residual: as precise as the sum
     } else if (!fp32 && (n.op == "Add" || quant_passthrough(n.op) != QuantPassthrough::no)) {
       for (ValueId v : n.inputs) need(v, out_bits(n));
@@ -546,8 +601,9 @@ static void require_unfused_post_ops(const Graph& g) {
                   "compile the fp32 model to quantize with CompileOptions::fuse_post_ops = false");
 }
 
-Graph quantize_graph(const Graph& g, const std::vector<Range>& ranges, const QuantizeOptions& opts) {
+Graph quantize_graph(const Graph& g, const std::vector<Range>& ranges, const QuantizeOptions& given) {
   require_unfused_post_ops(g);
+  const QuantizeOptions opts = resolve_layers(g, given);
   return Rewriter(g, ranges, opts).run(opts.keep_fp32);
 }
 
@@ -561,8 +617,8 @@ std::vector<Range> calibrate_model(CompiledModel& fp32, const QuantizeOptions& o
   // Sub-byte activations: their ranges are chosen for 15 or 3 steps; with the default minmax, by
   // the MSE search instead (a 4-bit code over the full range of a ReLU output wastes most levels).
   std::vector<ValueCalibration> per_value;
-  if (opts.precision.subbyte()) {
-    const std::vector<DType> widths = activation_widths(fp32.graph(), opts);
+  const std::vector<DType> widths = activation_widths(fp32.graph(), opts);
+  if (std::any_of(widths.begin(), widths.end(), [](DType w) { return w != DType::u8; })) {
     per_value.resize(widths.size());
     for (size_t v = 0; v < widths.size(); ++v) {
       per_value[v].steps = static_cast<int>(dtype_info(widths[v]).qmax);

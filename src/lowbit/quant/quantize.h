@@ -4,6 +4,7 @@
 // fp32 enters and DequantizeLinear only where fp32 is needed again (graph outputs, ops without a
 // quantized form).
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -33,6 +34,10 @@ struct Keep8Bit {
 };
 Keep8Bit parse_keep_8bit(const std::string& s);
 
+// Per-layer precisions: "conv1=fp32,layer3.0.conv2=int8,fc=w4a8" (Conv / Gemm node names).
+std::map<std::string, Precision> parse_layer_precisions(const std::string& s);
+std::string layer_precisions_str(const std::map<std::string, Precision>& m);
+
 struct QuantizeOptions {
   Precision precision = kInt8;  // of every quantized Conv / Gemm not kept 8-bit
   StorageMode mode = StorageMode::native;
@@ -45,7 +50,15 @@ struct QuantizeOptions {
   uint64_t seed = 1000;                      // synthetic sample i uses seed + i
   std::function<void(int, int)> progress;    // called after each calibration pass over a sample
   std::set<std::string> keep_fp32;           // node names (of the fp32 graph) not to quantize
+  // Conv / Gemm nodes at a precision of their own (fp32: not quantized), over `precision` and
+  // keep_8bit; what --layer-precision and --precision auto set. Widths are per layer: a node's
+  // input activations get the widest width any quantized reader asks for.
+  std::map<std::string, Precision> layer_precision;
 };
+
+// The precision a Conv / Gemm node gets: layer_precision, else int8 when kept 8-bit, else
+// opts.precision.
+Precision node_precision(const std::string& node, const QuantizeOptions& opts, const std::set<std::string>& kept_8bit);
 
 // Rewrites `fp32.graph()` (already validated and optimised) into a quantized graph. The result
 // is not yet validated; compile it with CompiledModel::compile.
