@@ -103,8 +103,24 @@ std::string jpeg_bad_huffman_table(const uint8_t* p, size_t n) {
     }
     if (len < 2 || i + 2 + len > n) return "";
     i += 2 + len;
-    if (m == 0xDA) {  // start of scan: skip the entropy-coded data to the next marker
-      while (i + 1 < n && !(p[i] == 0xFF && p[i + 1] != 0 && !(p[i + 1] >= 0xD0 && p[i + 1] <= 0xD7))) ++i;
+    if (m == 0xDA) {  // start of scan: skip the entropy-coded data to the next marker, as stb reads it:
+      // 0xFF, any number of 0xFF fill bytes, then 0x00 (a stuffed data byte) or a restart marker is
+      // data; anything else ends the scan. (Stopping at "FF FF" instead missed a table after
+      // "FF FF .. FF 00" in a scan: tests/fuzz/findings/image/.)
+      while (i < n) {
+        if (p[i] != 0xFF) {
+          ++i;
+          continue;
+        }
+        size_t k = i + 1;
+        while (k < n && p[k] == 0xFF) ++k;
+        if (k < n && (p[k] == 0x00 || (p[k] >= 0xD0 && p[k] <= 0xD7))) {
+          i = k + 1;
+          continue;
+        }
+        i = k - 1;  // at the 0xFF before the marker
+        break;
+      }
     }
   }
   return "";
