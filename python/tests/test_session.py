@@ -102,6 +102,17 @@ def test_int8_tracks_fp32_and_explains_itself():
     assert info["precision"] == "int8" and info["weight_bytes"] > 0 and info["macs"] > 0
 
 
+def test_layer_precision_keyword_sets_each_layers_precision():
+    q = lowbit.InferenceSession("resnet18", precision="int8", input_shapes=SHAPE, threads=1, calibration_samples=2,
+                                layer_precision="conv1=fp32,layer3.0.conv2=w4a8")
+    rows = {p["node"]: p for p in q.explain()}
+    assert rows["conv1"]["op"] == "Conv" and rows["conv1"]["precision"]["precision"] == "fp32"
+    assert "qc4w" in rows["layer3.0.conv2"]["kernel"] or rows["layer3.0.conv2"]["precision"]["precision"] == "w4a8"
+    assert rows["layer1.0.conv1"]["op"] == "QConv" and "precision" not in rows["layer1.0.conv1"]
+    with pytest.raises(lowbit.Error, match="nosuch"):
+        lowbit.InferenceSession("resnet18", precision="int8", input_shapes=SHAPE, layer_precision="nosuch=int8")
+
+
 def test_benchmark_has_the_cli_json_keys():
     sess = lowbit.InferenceSession("resnet18", input_shapes=SHAPE, threads=1)
     r = sess.benchmark(runs=3, warmup=1)

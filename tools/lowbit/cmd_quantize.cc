@@ -7,10 +7,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
 #include "lowbit/api/compare.h"
+#include "lowbit/api/mixed_precision.h"
 #include "lowbit/artifact/artifact.h"
 #include "lowbit/common/error.h"
 #include "lowbit/io/npy.h"
@@ -18,13 +20,91 @@
 
 namespace lowbit::cli {
 
+namespace {
+
+struct QuantizeOpts {
+  ModelOptions m;
+  std::string out;
+  int bits = 0, weight_bits = 0, act_bits = 0;  // 0: not given
+  bool prepack = false;
+  // --precision auto
+  double max_drop = 0.01;
+  std::string metric = "cosine", objective = "latency", allow = "fp32,int8,w4a8", eval_data;
+  int eval_samples = 8;
+};
+
+void write_artifact(const QuantizeOpts& o, BuiltModel b, std::chrono::steady_clock::time_point t0) {
+  const ModelOptions& m = o.m;
+  nlohmann::json meta = artifact_metadata(b, std::filesystem::path(m.model).filename().string());
+  meta["mode"] = m.mode;
+  meta["keep_8bit"] = m.keep_8bit;
+  meta["calibration"] = m.calibration;
+  meta["calib_samples"] = m.calib_samples;
+  meta["calib_data"] = m.calib_data.empty() ? "synthetic" : "npy folder";
+  meta["autotuned"] = m.autotune;
+  // The compiled graph: optimised, quantized, and with the kernels --autotune pinned.
+  int prepacked = 0;
+  int64_t prepacked_bytes = 0;
+  if (o.prepack) {
+    meta["prepacked"] = true;
+    save_artifact(o.out, b.model->graph_with_prepacked_weights(&prepacked, &prepacked_bytes), meta.dump());
+  } else {
+    save_artifact(o.out, b.model->graph(), meta.dump());
+  }
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  int64_t total = 0;
+  std::map<std::string, int64_t> per;
+  for (const Value& v : b.model->graph().values)
+    if (v.constant) per[dtype_name(v.dtype)] += v.constant->nbytes(), total += v.constant->nbytes();
+  std::printf("wrote %s (%s) in %.1f s: weights %s", o.out.c_str(),
+              human_bytes(static_cast<int64_t>(std::filesystem::file_size(o.out))).c_str(), ms / 1e3,
+              human_bytes(total).c_str());
+  for (auto& [dt, bytes] : per) std::printf(" [%s %s]", dt.c_str(), human_bytes(bytes).c_str());
+  std::printf("\n");
+  if (o.prepack)
+    std::printf("prepacked: the weights of %d node(s) also in their kernels' layouts for %s (%s); a compile on "
+                "another kind of host packs them as usual\n",
+                prepacked, b.model->target().name.c_str(), human_bytes(prepacked_bytes).c_str());
+}
+
+// --precision auto (api/mixed_precision.h): the layers' precisions chosen against the budget.
+BuiltModel quantize_auto(const QuantizeOpts& o) {
+  AutoPrecisionOptions a;
+  a.max_drop = o.max_drop;
+  a.metric = parse_accuracy_metric(o.metric);
+  a.objective = parse_precision_objective(o.objective);
+  std::stringstream list(o.allow);
+  for (std::string p; std::getline(list, p, ',');)
+    if (!p.empty()) a.allow.push_back(parse_precision(p));
+  a.eval_samples = o.eval_samples;
+  ModelOptions m = o.m;
+  m.precision = "int8";  // the calibration options apply
+  const BuildOptions bo = build_options(m, /*foreign_ok=*/true);
+  if (!o.eval_data.empty()) {
+    ModelOptions f = o.m;
+    f.precision = "fp32";
+    a.eval_inputs = load_samples(o.eval_data, build_model(f).model->graph(), o.eval_samples, image_preprocess(o.m));
+  }
+  AutoPrecisionResult r;
+  BuiltModel b = build_auto_precision(bo, a, &r);
+  std::map<std::string, int> count;
+  for (auto& [node, p] : r.layers) count[p.name()]++;
+  std::printf("precision auto: %zu layers:", r.layers.size());
+  for (auto& [p, n] : count) std::printf(" %d %s", n, p.c_str());
+  const bool by_ms = a.objective == PrecisionObjective::latency;
+  std::printf("; %s %.3f%s against %.3f%s with every layer at %s; %s %.4g on %d input(s) (budget %g), %d evaluations\n",
+              by_ms ? "layer time" : "weights", by_ms ? r.cost : r.cost / 1e6, by_ms ? " ms" : " MB",
+              by_ms ? r.all_base_cost : r.all_base_cost / 1e6, by_ms ? " ms" : " MB", r.base.name().c_str(),
+              o.metric.c_str(), r.drop, r.sensitivity.eval_inputs, a.max_drop, r.evaluations);
+  for (auto& [node, p] : r.layers)
+    if (p != r.base) std::printf("  %-32s %-6s %s\n", node.c_str(), p.name().c_str(), r.why.at(node).c_str());
+  return b;
+}
+
+}  // namespace
+
 void register_quantize(CLI::App& app) {
-  struct Opts {
-    ModelOptions m;
-    std::string out;
-    int bits = 0, weight_bits = 0, act_bits = 0;  // 0: not given
-    bool prepack = false;
-  };
+  using Opts = QuantizeOpts;
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("quantize", "calibrate and quantize a model; write an .lbm artifact");
   add_model_options(*cmd, o->m);
@@ -36,9 +116,27 @@ void register_quantize(CLI::App& app) {
                 "also store each conv kernel's weights in its own layout (a bigger file): compiled on the same "
                 "kind of host (target, tile, threads-independent), the artifact's weights are read in place from "
                 "its mapping instead of being packed again; elsewhere they are packed as usual");
+  cmd->add_option("--max-drop", o->max_drop,
+                  "--precision auto: the accuracy budget, as the --metric's drop against fp32 (default 0.01)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--metric", o->metric, "--precision auto: cosine (1 - cosine), top1 (class disagreement) or l2")
+      ->check(CLI::IsMember({"cosine", "top1", "l2"}));
+  cmd->add_option("--objective", o->objective,
+                  "--precision auto: minimise latency (each layer's measured time on the target) or size")
+      ->check(CLI::IsMember({"latency", "size"}));
+  cmd->add_option("--allow", o->allow, "--precision auto: the precisions a layer may get (default fp32,int8,w4a8)");
+  cmd->add_option("--eval-data", o->eval_data,
+                  "--precision auto: folder of .npy / PNG / JPEG inputs the budget is measured on (default: synthetic)");
+  cmd->add_option("--eval-samples", o->eval_samples, "--precision auto: evaluation inputs (default 8)")
+      ->check(CLI::PositiveNumber);
   cmd->callback([o, cmd] {
     auto t0 = std::chrono::steady_clock::now();
     ModelOptions m = o->m;
+    if (m.precision == "auto") {
+      if (o->bits || o->weight_bits || o->act_bits) throw Error("--precision auto with --bits / --weight-bits / --act-bits: choose one");
+      write_artifact(*o, quantize_auto(*o), t0);
+      return;
+    }
     // --precision (default int8 here), then --bits, then --weight-bits / --act-bits refine it. An
     // explicit --precision fp32 writes the compiled fp32 graph (folded, fused, kernels pinned).
     const bool fp32_asked = cmd->get_option("--precision")->count() > 0 && m.precision == "fp32";
@@ -53,38 +151,7 @@ void register_quantize(CLI::App& app) {
                   std::string(p.weight == DType::b1 ? "1-bit weights with " + std::to_string(p.act_bits()) + "-bit activations"
                                                     : std::to_string(p.weight_bits()) + "-bit weights with 1-bit activations"));
     m.precision = p.name();
-    BuiltModel b = build_model(m, /*foreign_ok=*/true);
-    nlohmann::json meta = artifact_metadata(b, std::filesystem::path(m.model).filename().string());
-    meta["mode"] = m.mode;
-    meta["keep_8bit"] = m.keep_8bit;
-    meta["calibration"] = m.calibration;
-    meta["calib_samples"] = m.calib_samples;
-    meta["calib_data"] = m.calib_data.empty() ? "synthetic" : "npy folder";
-    meta["autotuned"] = m.autotune;
-    // The compiled graph: optimised, quantized, and with the kernels --autotune pinned.
-    int prepacked = 0;
-    int64_t prepacked_bytes = 0;
-    if (o->prepack) {
-      meta["prepacked"] = true;
-      save_artifact(o->out, b.model->graph_with_prepacked_weights(&prepacked, &prepacked_bytes), meta.dump());
-    } else {
-      save_artifact(o->out, b.model->graph(), meta.dump());
-    }
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    int64_t fp32_bytes = 0, total = 0;
-    std::map<std::string, int64_t> per;
-    for (const Value& v : b.model->graph().values)
-      if (v.constant) per[dtype_name(v.dtype)] += v.constant->nbytes(), total += v.constant->nbytes();
-    (void)fp32_bytes;
-    std::printf("wrote %s (%s) in %.1f s: weights %s", o->out.c_str(),
-                human_bytes(static_cast<int64_t>(std::filesystem::file_size(o->out))).c_str(), ms / 1e3,
-                human_bytes(total).c_str());
-    for (auto& [dt, bytes] : per) std::printf(" [%s %s]", dt.c_str(), human_bytes(bytes).c_str());
-    std::printf("\n");
-    if (o->prepack)
-      std::printf("prepacked: the weights of %d node(s) also in their kernels' layouts for %s (%s); a compile on "
-                  "another kind of host packs them as usual\n",
-                  prepacked, b.model->target().name.c_str(), human_bytes(prepacked_bytes).c_str());
+    write_artifact(*o, build_model(m, /*foreign_ok=*/true), t0);
   });
 }
 
