@@ -36,10 +36,13 @@ struct lowbit_options {
 struct lowbit_session {
   std::string name;
   lowbit::BuiltModel built;
-  // The tensor infos' storage: names and shapes the returned pointers point into.
-  std::vector<std::string> input_names, output_names;
-  std::vector<lowbit::Shape> input_shapes, output_shapes;
-  std::vector<lowbit::DType> input_dtypes, output_dtypes;
+  // The compiled graph's inputs and outputs: immutable for the session's life, so the names and
+  // shapes lowbit_session_input / _output return point into them.
+  const lowbit::Graph& graph() const { return built.model->graph(); }
+  size_t inputs() const { return graph().inputs.size(); }
+  size_t outputs() const { return graph().outputs.size(); }
+  const lowbit::Value& input(size_t i) const { return graph().value(graph().inputs[i]); }
+  const lowbit::Value& output(size_t i) const { return graph().value(graph().outputs[i]); }
 };
 
 namespace {
@@ -210,21 +213,9 @@ lowbit_status* create_session(BuildOptions b, const std::string& name, lowbit_se
     auto s = std::make_unique<lowbit_session>();
     s->name = name;
     s->built = build_model(b);
-    const Graph& g = s->built.model->graph();
-    for (ValueId v : g.inputs) {
-      const Value& val = g.value(v);
-      c_dtype(val.dtype);  // refuses a type C cannot pass, at creation rather than at run
-      s->input_names.push_back(val.name);
-      s->input_shapes.push_back(val.shape);
-      s->input_dtypes.push_back(val.dtype);
-    }
-    for (ValueId v : g.outputs) {
-      const Value& val = g.value(v);
-      c_dtype(val.dtype);
-      s->output_names.push_back(val.name);
-      s->output_shapes.push_back(val.shape);
-      s->output_dtypes.push_back(val.dtype);
-    }
+    // Refuses a type C cannot pass at creation rather than at run.
+    for (size_t i = 0; i < s->inputs(); ++i) c_dtype(s->input(i).dtype);
+    for (size_t i = 0; i < s->outputs(); ++i) c_dtype(s->output(i).dtype);
     *out = s.release();
   });
 }
@@ -266,26 +257,26 @@ lowbit_status* lowbit_session_create_from_onnx(const void* bytes, size_t size, c
 
 void lowbit_session_free(lowbit_session* s) { delete s; }
 
-size_t lowbit_session_input_count(const lowbit_session* s) { return s ? s->input_names.size() : 0; }
-size_t lowbit_session_output_count(const lowbit_session* s) { return s ? s->output_names.size() : 0; }
+size_t lowbit_session_input_count(const lowbit_session* s) { return s ? s->inputs() : 0; }
+size_t lowbit_session_output_count(const lowbit_session* s) { return s ? s->outputs() : 0; }
 
 lowbit_status* lowbit_session_input(const lowbit_session* s, size_t i, lowbit_tensor_info* out) {
   return guarded([&] {
     require(s && out, "lowbit_session_input: session and out must not be NULL");
-    require(i < s->input_names.size(), "lowbit_session_input: index " + std::to_string(i) + " of " +
-                                           std::to_string(s->input_names.size()) + " inputs");
-    *out = {s->input_names[i].c_str(), c_dtype(s->input_dtypes[i]), s->input_shapes[i].size(),
-            s->input_shapes[i].data()};
+    require(i < s->inputs(), "lowbit_session_input: index " + std::to_string(i) + " of " +
+                                 std::to_string(s->inputs()) + " inputs");
+    const Value& v = s->input(i);
+    *out = {v.name.c_str(), c_dtype(v.dtype), v.shape.size(), v.shape.data()};
   });
 }
 
 lowbit_status* lowbit_session_output(const lowbit_session* s, size_t i, lowbit_tensor_info* out) {
   return guarded([&] {
     require(s && out, "lowbit_session_output: session and out must not be NULL");
-    require(i < s->output_names.size(), "lowbit_session_output: index " + std::to_string(i) + " of " +
-                                            std::to_string(s->output_names.size()) + " outputs");
-    *out = {s->output_names[i].c_str(), c_dtype(s->output_dtypes[i]), s->output_shapes[i].size(),
-            s->output_shapes[i].data()};
+    require(i < s->outputs(), "lowbit_session_output: index " + std::to_string(i) + " of " +
+                                  std::to_string(s->outputs()) + " outputs");
+    const Value& v = s->output(i);
+    *out = {v.name.c_str(), c_dtype(v.dtype), v.shape.size(), v.shape.data()};
   });
 }
 
@@ -293,25 +284,24 @@ lowbit_status* lowbit_session_run(const lowbit_session* s, const lowbit_tensor* 
                                   lowbit_tensor* outputs, size_t output_count) {
   return guarded([&] {
     require(s, "lowbit_session_run: session is NULL");
-    require(input_count == s->input_names.size(),
-            "lowbit_session_run: the model has " + std::to_string(s->input_names.size()) + " input(s), " +
-                std::to_string(input_count) + " given");
-    require(output_count == s->output_names.size(),
-            "lowbit_session_run: the model has " + std::to_string(s->output_names.size()) + " output(s), " +
-                std::to_string(output_count) + " given");
+    require(input_count == s->inputs(), "lowbit_session_run: the model has " + std::to_string(s->inputs()) +
+                                            " input(s), " + std::to_string(input_count) + " given");
+    require(output_count == s->outputs(), "lowbit_session_run: the model has " + std::to_string(s->outputs()) +
+                                              " output(s), " + std::to_string(output_count) + " given");
     require(!input_count || inputs, "lowbit_session_run: inputs is NULL");
     require(!output_count || outputs, "lowbit_session_run: outputs is NULL");
     std::vector<Tensor> in;
     in.reserve(input_count);
     for (size_t i = 0; i < input_count; ++i) {
-      check_tensor(inputs[i], "input", s->input_names[i], s->input_dtypes[i], s->input_shapes[i]);
-      require(inputs[i].data, "input '" + s->input_names[i] + "': data is NULL");
+      const Value& v = s->input(i);
+      check_tensor(inputs[i], "input", v.name, v.dtype, v.shape);
+      require(inputs[i].data, "input '" + v.name + "': data is NULL");
       // Read in place: the caller's buffer outlives the call.
-      in.push_back(Tensor::wrap(s->input_dtypes[i], s->input_shapes[i], inputs[i].data, nullptr));
+      in.push_back(Tensor::wrap(v.dtype, v.shape, inputs[i].data, nullptr));
     }
     for (size_t i = 0; i < output_count; ++i)
       if (outputs[i].data)
-        check_tensor(outputs[i], "output", s->output_names[i], s->output_dtypes[i], s->output_shapes[i]);
+        check_tensor(outputs[i], "output", s->output(i).name, s->output(i).dtype, s->output(i).shape);
     const std::vector<Tensor> out = s->built.model->run(in);
     for (size_t i = 0; i < output_count; ++i)
       if (outputs[i].data) std::memcpy(outputs[i].data, out[i].raw(), static_cast<size_t>(out[i].nbytes()));
