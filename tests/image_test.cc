@@ -136,5 +136,22 @@ TEST(Image, AJpegHuffmanTableWithTooManyCodesIsRefusedBeforeDecoding) {
   }
 }
 
+TEST(Image, AScanWithAnUndefinedHuffmanTableIsRefusedTheSameWayEveryTime) {
+  // 99e5..: a scan names an AC table the file never defines. stb used whatever its freshly malloc'd
+  // decoder state held; with that state zeroed the file is refused alike after any other decode.
+  const std::string finding = LOWBIT_SOURCE_DIR "/tests/fuzz/findings/image/crash-99e594791f3509b6";
+  std::string first;
+  for (const char* before : {"", "rgb_16x12.jpg", "progressive_16x12.jpg"}) {
+    if (*before) load_image(std::string(LOWBIT_SOURCE_DIR "/tests/fuzz/corpus/image/") + before);
+    try {
+      load_image(finding);
+      ADD_FAILURE() << "decoded after '" << before << "'";
+    } catch (const Error& e) {
+      if (first.empty()) first = e.what();
+      EXPECT_EQ(e.what(), first) << "after '" << before << "'";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace lowbit

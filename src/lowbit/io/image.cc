@@ -15,7 +15,13 @@
 // row and stb's own structures (under 1 MiB). load_image sets the bound for the image it decodes.
 namespace lowbit::image_detail {
 inline thread_local size_t decoder_limit = size_t{1} << 20;
-inline void* bounded_malloc(size_t n) { return n > decoder_limit ? nullptr : std::malloc(n); }
+// Zeroed: stb_image 2.27 mallocs its JPEG decoder state and decodes a scan with whatever Huffman
+// tables it holds, defined by the file or not. With recycled memory a scan that names a table the
+// file never defined decoded with a previous image's leftovers, which failed stb's internal assert
+// in debug builds and read past a table in release (tests/fuzz/findings/image/crash-99e5..., found
+// by the test command's libFuzzer minute). Zeroed, an undefined table decodes every code as symbol
+// 0 of length 0: deterministic, in bounds, and stb then refuses the file.
+inline void* bounded_malloc(size_t n) { return n > decoder_limit ? nullptr : std::calloc(1, n); }
 inline void* bounded_realloc(void* p, size_t n) { return n > decoder_limit ? nullptr : std::realloc(p, n); }
 }  // namespace lowbit::image_detail
 #define STBI_MALLOC(n) lowbit::image_detail::bounded_malloc(n)
