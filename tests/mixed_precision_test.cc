@@ -14,6 +14,7 @@
 #include "lowbit/artifact/artifact.h"
 #include "lowbit/common/error.h"
 #include "lowbit/io/synthetic.h"
+#include "lowbit/quant/quantize.h"
 
 namespace lowbit {
 namespace {
@@ -105,11 +106,29 @@ TEST(MixedPrecision, SubbyteActivationsOnlyWhereTheirReaderAsks) {
 }
 
 TEST(MixedPrecision, BadLayerListsAreRefusedByName) {
-  auto refused = [](const std::string& list, const std::string& why) {
-    BuildOptions o = mixed_resnet18();
+  // Malformed lists, when the option is set.
+  auto malformed = [](const std::string& list, const std::string& why) {
+    BuildOptions o;
     try {
       set_build_option(o, "layer_precision", list);
-      build_model(o);
+      ADD_FAILURE() << list << " accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(why)) << list;
+    }
+  };
+  malformed("layer1.0.conv1", "is not NODE=PRECISION");
+  malformed("layer1.0.conv1=w9a9", "unknown precision");
+  malformed("conv1=int8,conv1=fp32", "given twice");
+  // Lists the model cannot take, before calibration reads a sample (the quantizer's first use of them),
+  // and through build_model once.
+  BuildOptions f = mixed_resnet18();
+  f.precision = kFp32;
+  const Graph g = build_model(f).graph;
+  auto refused = [&](const std::string& list, const std::string& why) {
+    QuantizeOptions q;
+    q.layer_precision = parse_layer_precisions(list);
+    try {
+      activation_widths(g, q);
       ADD_FAILURE() << list << " accepted";
     } catch (const Error& e) {
       EXPECT_THAT(e.what(), HasSubstr(why)) << list;
@@ -118,9 +137,9 @@ TEST(MixedPrecision, BadLayerListsAreRefusedByName) {
   refused("nosuchconv=int8", "the model has no node 'nosuchconv'");
   refused("maxpool=int8", "node 'maxpool' is not a Conv or Gemm");
   refused("layer1.0.conv1=w1a1", "binary layers need the whole model binary");
-  refused("layer1.0.conv1", "is not NODE=PRECISION");
-  refused("layer1.0.conv1=w9a9", "unknown precision");
-  refused("conv1=int8,conv1=fp32", "given twice");
+  BuildOptions o = mixed_resnet18();
+  set_build_option(o, "layer_precision", "nosuchconv=int8");
+  EXPECT_THROW(build_model(o), Error);
 }
 
 TEST(MixedPrecision, AutoMeetsTheBudgetWithTheSmallestWeightsItFinds) {
