@@ -82,6 +82,17 @@ std::string error_of(const std::string& path) {
   return "";
 }
 
+TEST(Image, ACallerCapsThePixelsBelowTheLibrarys) {
+  const std::string seed = LOWBIT_SOURCE_DIR "/tests/fuzz/corpus/image/rgb_16x12.jpg";
+  EXPECT_EQ(load_image(seed, 16 * 12).width, 16);
+  try {
+    load_image(seed, 16 * 12 - 1);
+    ADD_FAILURE() << "decoded over the cap";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("declares 16x12 pixels, more than the 191 allowed"));
+  }
+}
+
 TEST(Image, HeadersDeclaringTooManyPixelsAreRefusedBeforeDecoding) {
   // 20000 x 20000 JPEG: stb_image would allocate 1.2 GB of component planes before the data.
   const std::string jpg = write_tmp("big.jpg", jpeg_header(20000, 20000));

@@ -140,7 +140,8 @@ bool is_image_file(const std::string& path) {
   return ext == ".png" || ext == ".jpg" || ext == ".jpeg";
 }
 
-Image load_image(const std::string& path) {
+Image load_image(const std::string& path, int64_t max_pixels) {
+  max_pixels = std::min(max_pixels, kMaxImagePixels);
   // Read once (the header check and the decode see the same bytes), at most 1 GiB.
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
@@ -160,9 +161,9 @@ Image load_image(const std::string& path) {
   // planes before reading a byte of its data.
   if (!stbi_info_from_memory(data, len, &w, &h, &channels))
     throw Error("cannot load image '" + path + "': " + stbi_failure_reason());
-  if (static_cast<int64_t>(w) * h > kMaxImagePixels)
+  if (static_cast<int64_t>(w) * h > max_pixels)
     throw Error("image '" + path + "' declares " + std::to_string(w) + "x" + std::to_string(h) + " pixels, more than the " +
-                std::to_string(kMaxImagePixels) + " (8192 x 8192) lowbit decodes");
+                std::to_string(max_pixels) + (max_pixels == kMaxImagePixels ? " (8192 x 8192) lowbit decodes" : " allowed"));
   image_detail::decoder_limit = size_t{8} * size_t(w) * size_t(h) + size_t(h) + (size_t{1} << 20);
   stbi_uc* px = stbi_load_from_memory(data, len, &w, &h, &channels, 3);
   if (!px) throw Error("cannot load image '" + path + "': " + stbi_failure_reason());

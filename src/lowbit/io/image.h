@@ -34,8 +34,9 @@ bool is_image_file(const std::string& path);
 // input; a header claiming more is refused before the decoder allocates for it.
 inline constexpr int64_t kMaxImagePixels = int64_t{1} << 26;
 // Decodes a PNG or JPEG to 8-bit RGB; throws lowbit::Error naming the file (unreadable, corrupt,
-// or over kMaxImagePixels).
-Image load_image(const std::string& path);
+// or declaring more than max_pixels, at most kMaxImagePixels: a program serving small inputs can
+// refuse a 900-byte JPEG that declares 65535 x 1006 pixels before it costs 200 MB and seconds).
+Image load_image(const std::string& path, int64_t max_pixels = kMaxImagePixels);
 // `shape` is the model input's: [1, C, H, W] with C = 3 (RGB) or 1 (luma, normalised with mean[0]/std[0]).
 // In pad mode the padding is 0 after normalisation, as PaddleOCR pads.
 Tensor image_to_tensor(const Image& img, const Shape& shape, const ImagePreprocess& pre);
