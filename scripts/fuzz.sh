@@ -14,7 +14,7 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(onnx artifact npy image)
 CXX_FUZZ=${CXX_FUZZ:-clang++-14}
-command -v "$CXX_FUZZ" >/dev/null || bash scripts/install-deps.sh
+command -v "$CXX_FUZZ" >/dev/null || bash scripts/install-deps.sh clang-14
 # LOWBIT_FUZZ_BUILD names a build that already has the targets (the test command passes the debug
 # preset's); otherwise build/fuzz is configured here, with coverage everywhere.
 build=${LOWBIT_FUZZ_BUILD:-build/fuzz}

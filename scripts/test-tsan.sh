@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CXX_TSAN=${CXX_TSAN:-clang++-14}
-command -v "$CXX_TSAN" >/dev/null || bash scripts/install-deps.sh
+command -v "$CXX_TSAN" >/dev/null || bash scripts/install-deps.sh clang-14
 build=build/tsan
 cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$CXX_TSAN" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DLOWBIT_TSAN=ON -DLOWBIT_WITH_ONNX=OFF >/dev/null
