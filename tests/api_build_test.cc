@@ -13,18 +13,15 @@
 #include "lowbit/common/log.h"
 #include "lowbit/io/synthetic.h"
 
+#include "small_models.h"
+
 namespace lowbit {
 namespace {
 
 using ::testing::HasSubstr;
 
-BuildOptions small_resnet18() {
-  BuildOptions o;
-  o.model = "resnet18";
-  o.input_shapes = {{"input", {1, 3, 32, 32}}};
-  o.compile.threads = 1;
-  return o;
-}
+// Calibration's default sample count (8): these tests check what the front door does by default.
+BuildOptions small_resnet18() { return test::small_resnet18(QuantizeOptions{}.synthetic_samples); }
 
 TEST(ApiBuild, Fp32AndInt8FromAZooName) {
   BuildOptions o = small_resnet18();

@@ -16,17 +16,15 @@
 #include "lowbit/io/synthetic.h"
 #include "lowbit/quant/quantize.h"
 
+#include "small_models.h"
+
 namespace lowbit {
 namespace {
 
 using ::testing::HasSubstr;
 
 BuildOptions mixed_resnet18() {
-  BuildOptions o;
-  o.model = "resnet18";
-  o.input_shapes = {{"input", {1, 3, 32, 32}}};
-  o.compile.threads = 1;
-  o.quantize.synthetic_samples = 2;
+  BuildOptions o = test::small_resnet18();
   o.precision = kInt8;
   set_build_option(o, "layer_precision", "conv1=fp32,layer2.1.conv1=w4a8,layer3.0.conv2=w2a8");
   return o;

@@ -11,19 +11,14 @@
 #include "lowbit/common/error.h"
 #include "lowbit/io/synthetic.h"
 
+#include "small_models.h"
+
 namespace lowbit {
 namespace {
 
 using ::testing::HasSubstr;
 
-BuildOptions small_resnet18() {
-  BuildOptions o;
-  o.model = "resnet18";
-  o.input_shapes = {{"input", {1, 3, 32, 32}}};
-  o.compile.threads = 1;
-  o.quantize.synthetic_samples = 2;
-  return o;
-}
+using test::small_resnet18;
 
 class SensitivityResnet18 : public ::testing::Test {
  protected:

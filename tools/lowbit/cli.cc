@@ -48,6 +48,10 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("--group-size", o.group_size,
                  "group-wise weight scales: one per G input channels of each output channel and tap "
                  "(0: one per output channel)");
+  cmd.add_option("--rounding", o.rounding,
+                 "below 8 bits: nearest, or gptq (codes chosen against each layer's calibration inputs, with "
+                 "bias correction: docs/accuracy.md)")
+      ->check(CLI::IsMember({"nearest", "gptq"}));
   cmd.add_flag("--no-optimize", o.no_optimize, "skip BN folding and fusion (debugging)");
   cmd.add_option("--calibration", o.calibration, "int8: minmax, percentile, entropy or mse")
       ->check(CLI::IsMember({"minmax", "percentile", "entropy", "mse"}));
@@ -83,6 +87,7 @@ QuantizeOptions quantize_options(const ModelOptions& o) {
   q.keep_8bit = parse_keep_8bit(o.keep_8bit);
   q.layer_precision = parse_layer_precisions(o.layer_precision);
   q.group_size = o.group_size;
+  q.rounding = parse_rounding(o.rounding);
   return q;
 }
 

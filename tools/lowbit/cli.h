@@ -36,6 +36,7 @@ struct ModelOptions {
   std::string mode = "native";
   std::string weight_scale = "auto";
   int group_size = 0;
+  std::string rounding = "nearest";
   bool autotune = false;
   std::string max_memory;  // empty: the machine's physical memory
 };

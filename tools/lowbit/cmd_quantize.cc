@@ -186,8 +186,7 @@ void register_compare(CLI::App& app) {
     }
     std::vector<std::vector<Tensor>> inputs;
     if (!o->inputs.empty()) inputs = load_samples(o->inputs, fp.model->graph(), 1 << 30);
-    else
-      for (int i = 0; i < o->samples; ++i) inputs.push_back(synthetic_inputs(fp.model->graph(), 50000 + static_cast<uint64_t>(i)));
+    else inputs = held_out_inputs(fp.model->graph(), o->samples);
     const Comparison c = compare_models(fp, q, vs_int8 ? &i8 : nullptr, inputs);
     const OutputAgreement& a = c.vs_fp32;
     std::printf("%s %s vs fp32 over %d input(s): cosine mean %.5f (min %.5f)  rel L2 %.4f  top-1 agree %.1f%%  "

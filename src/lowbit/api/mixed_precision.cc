@@ -58,8 +58,7 @@ std::string cost_str(double cost, PrecisionObjective o) {
 
 std::vector<std::vector<Tensor>> evaluation_inputs(const AutoPrecisionOptions& a, const Graph& g) {
   std::vector<std::vector<Tensor>> eval = a.eval_inputs;
-  if (eval.empty())
-    for (int i = 0; i < a.eval_samples; ++i) eval.push_back(synthetic_inputs(g, 50000 + static_cast<uint64_t>(i)));
+  if (eval.empty()) eval = held_out_inputs(g, a.eval_samples);
   if (eval.empty()) throw Error("--precision auto: no evaluation inputs");
   return eval;
 }
@@ -129,6 +128,7 @@ AutoPrecisionResult choose_layer_precisions(const BuildOptions& o, const AutoPre
   BuildOptions bo = o;
   bo.precision = r.base;
   QuantizationStart st = start_quantization(bo);
+  prepare_rounding(*st.fp32, st.quantize, /*every_layer=*/true);  // --rounding gptq: every layer may go sub-byte
   const Graph& fg = st.fp32->graph();
   const std::vector<std::vector<Tensor>> eval = evaluation_inputs(a, fg);
   std::vector<Tensor> ref;

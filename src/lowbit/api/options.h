@@ -21,7 +21,7 @@ namespace lowbit {
 //   mean, std           image normalisation: three values R,G,B
 //   resize              stretch | pad
 //   on_slow             fp32 | error | allow
-//   keep_8bit, mode, weight_scale, group_size   sub-byte options (quant/quantize.h)
+//   keep_8bit, mode, weight_scale, group_size, rounding   sub-byte options (quant/quantize.h)
 //   optimize, autotune  true | false
 //   max_memory          16G, 512M or bytes
 void set_build_option(BuildOptions& o, const std::string& key, const std::string& value);

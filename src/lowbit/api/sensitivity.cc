@@ -90,6 +90,7 @@ Sensitivity analyze_sensitivity(const BuildOptions& o, const SensitivityOptions&
   BuildOptions bo = o;
   bo.precision = s.precisions[0];
   QuantizationStart st = start_quantization(bo);
+  prepare_rounding(*st.fp32, st.quantize, /*every_layer=*/true);  // --rounding gptq: every layer may go sub-byte
   const Graph& fg = st.fp32->graph();
   const std::vector<Layer> layers = quantizable_layers(fg);
   if (layers.empty()) throw Error("sensitivity: model '" + o.model + "' has no Conv or Gemm with constant weights");
@@ -98,8 +99,7 @@ Sensitivity analyze_sensitivity(const BuildOptions& o, const SensitivityOptions&
   out.model = o.model;
   out.target = st.compile.target.name;
   std::vector<std::vector<Tensor>> eval = s.eval_inputs;
-  if (eval.empty())
-    for (int i = 0; i < s.eval_samples; ++i) eval.push_back(synthetic_inputs(fg, 50000 + static_cast<uint64_t>(i)));
+  if (eval.empty()) eval = held_out_inputs(fg, s.eval_samples);
   if (eval.empty()) throw Error("sensitivity: no evaluation inputs");
   out.eval_inputs = static_cast<int>(eval.size());
 

@@ -37,4 +37,10 @@ std::vector<Tensor> synthetic_inputs(const Graph& g, uint64_t seed) {
   return v;
 }
 
+std::vector<std::vector<Tensor>> held_out_inputs(const Graph& g, int n) {
+  std::vector<std::vector<Tensor>> r;
+  for (int i = 0; i < n; ++i) r.push_back(synthetic_inputs(g, 50000 + static_cast<uint64_t>(i)));
+  return r;
+}
+
 }  // namespace lowbit

@@ -206,6 +206,7 @@ QuantizedBuild build_quantized(CompiledModel& fp32, const std::vector<Range>& ra
                                QuantizeOptions qopts, SlowPolicy policy) {
   QuantizedBuild b;
   b.policy = policy;
+  prepare_rounding(fp32, qopts);  // once too: the guard's rounds re-round the same weights
   CompileOptions copts = opts;
   copts.allow_foreign_target = true;  // the guard inspects dispatch; running is checked below
   copts.autotune = false;             // tune once, on the final graph

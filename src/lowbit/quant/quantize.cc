@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "lowbit/common/error.h"
+#include "lowbit/common/log.h"
+#include "lowbit/common/settings.h"
 #include "lowbit/ir/codes.h"
 #include "lowbit/ir/op_schema.h"
 #include "lowbit/io/synthetic.h"
@@ -272,15 +275,52 @@ class Rewriter {
     return activation_params(ranges_[static_cast<size_t>(v)], widths_[static_cast<size_t>(v)]);
   }
 
+  // Which weight codes --rounding gptq re-rounds: the sub-byte ones (binary weights are signs).
+  static bool rounds(DType code) { return is_subbyte(code) && code != DType::b1; }
+
   // Weight codes of a Conv / Gemm node: its precision's (node_precision).
   DType weight_code(const Node& n) const { return node_precision(n.name, opts_, kept_8bit_).weight; }
-  Tensor weights(const Node& n, const Tensor& w, QuantParams& q) const {
+  // The weights' codes; with --rounding gptq, sub-byte codes re-rounded against the layer's
+  // inputs; `corrected` is then the layer's bias (N values; none: zeros) with the shift that
+  // leaves in the layer's mean output taken back.
+  Tensor weights(const Node& n, const Tensor& w, QuantParams& q, const Tensor* bias, std::optional<Tensor>& corrected) const {
     const DType code = weight_code(n);
     const DType storage = opts_.mode == StorageMode::native ? code : DType::i8;
     // Group-wise scales for the nodes at the model's precision; the ones kept 8-bit (stem,
     // classifier) or given their own keep a scale per output channel.
     const bool own = kept_8bit_.count(n.name) || opts_.layer_precision.count(n.name);
-    return quantize_weights(w, code, opts_.weight_scale, storage, q, own ? 0 : opts_.group_size);
+    const int64_t block = own ? 0 : opts_.group_size;
+    if (opts_.rounding == Rounding::nearest || !rounds(code))
+      return quantize_weights(w, code, opts_.weight_scale, storage, q, block);
+    RoundingState* st = opts_.rounding_state.get();
+    if (!st || !st->inputs.count(n.name))
+      throw Error("node " + n.label() + ": --rounding gptq needs its input stats (prepare_rounding)");
+    const std::string key = n.name + "/" + dtype_name(code) + "/" + dtype_name(storage) + "/" +
+                            std::to_string(static_cast<int>(opts_.weight_scale)) + "/" + std::to_string(block);
+    {
+      std::lock_guard<std::mutex> lock(st->mu);
+      if (auto it = st->rounded.find(key); it != st->rounded.end()) {
+        q = it->second.q;
+        if (it->second.bias) corrected = it->second.bias->clone();
+        st->outcomes[n.name] = it->second.outcome;
+        return it->second.codes.clone();
+      }
+    }
+    Tensor codes = quantize_weights(w, code, opts_.weight_scale, storage, q, block);
+    const RoundingOutcome r = round_weights_gptq(w, q, code, storage, st->inputs.at(n.name), codes);
+    if (verbose("rounding"))
+      log_message(LogLevel::trace, "lowbit <rounding> " + n.name + ": " + (r.applied ? "gptq" : "nearest kept") +
+                                       ", layer error " + std::to_string(r.error / std::max(r.nearest_error, 1e-30)) +
+                                       " of nearest's (" + std::to_string(r.nearest_error) + ")");
+    if (r.applied) {
+      const int64_t N = w.shape()[0];
+      corrected = bias ? bias->clone().reshaped({N}) : Tensor(DType::f32, {N});  // a Tensor copy shares its bytes
+      for (int64_t i = 0; i < N; ++i) corrected->data<float>()[i] += r.bias_shift[static_cast<size_t>(i)];
+    }
+    std::lock_guard<std::mutex> lock(st->mu);
+    st->rounded[key] = {codes.clone(), q, corrected ? std::optional<Tensor>(corrected->clone()) : std::nullopt, r};
+    st->outcomes[n.name] = r;
+    return codes;
   }
   std::string weight_name(const Node& n, ValueId w) const {
     return fv(w).name + "." + dtype_name(opts_.mode == StorageMode::native ? weight_code(n) : DType::i8);
@@ -338,10 +378,15 @@ class Rewriter {
     if (b != kNoValue && !f_.is_constant(b)) return false;
     if (r != kNoValue && !has_range(r)) return false;
     QuantParams wq;
-    Tensor wt = weights(n, *w, wq);
+    std::optional<Tensor> bias;
+    Tensor wt = weights(n, *w, wq, b == kNoValue ? nullptr : f_.constant(b), bias);
     ValueId wid = q_.add_constant(q_.unique_name(weight_name(n, n.inputs[1])), std::move(wt));
     q_.value(wid).quant = wq;
-    std::vector<ValueId> in{u8(x), wid, b == kNoValue ? kNoValue : f32(b)};
+    const ValueId xq = u8(x);  // first: the values keep the order they always had in the graph
+    ValueId bid = b == kNoValue ? kNoValue : f32(b);
+    if (bias)  // corrected for the rounding
+      bid = q_.add_constant(q_.unique_name(b == kNoValue ? n.name + ".bias" : fv(b).name), std::move(*bias));
+    std::vector<ValueId> in{xq, wid, bid};
     if (r != kNoValue) in.push_back(u8(r));
     q_.add_node("QConv", n.name, in, {new_u8(y, act_params(y))}, n.attrs);
     return true;
@@ -387,11 +432,13 @@ class Rewriter {
         for (int64_t j = 0; j < N; ++j) wnk.data<float>()[j * K + k] = w->data<float>()[k * N + j];
     }
     QuantParams wq;
-    Tensor wt = weights(n, wnk, wq);
+    std::optional<Tensor> bias_t;
+    Tensor wt = weights(n, wnk, wq, c == kNoValue ? nullptr : f_.constant(c), bias_t);
+    if (!bias_t && c != kNoValue) bias_t = f_.constant(c)->reshaped({N});
     ValueId wid = q_.add_constant(q_.unique_name(weight_name(n, n.inputs[1])), std::move(wt));
     q_.value(wid).quant = wq;
     ValueId bias = kNoValue;
-    if (c != kNoValue) bias = q_.add_constant(q_.unique_name(fv(c).name), f_.constant(c)->reshaped({N}));
+    if (bias_t) bias = q_.add_constant(q_.unique_name(c == kNoValue ? n.name + ".bias" : fv(c).name), std::move(*bias_t));
     Attributes attrs;
     attrs.set("transB", int64_t{1});
     for (const char* k : {"act_min", "act_max"})
@@ -607,6 +654,13 @@ Graph quantize_graph(const Graph& g, const std::vector<Range>& ranges, const Qua
   return Rewriter(g, ranges, opts).run(opts.keep_fp32);
 }
 
+// The seeded synthetic samples calibration runs when the options have none.
+static std::vector<std::vector<Tensor>> synthetic_samples(const Graph& g, const QuantizeOptions& opts) {
+  std::vector<std::vector<Tensor>> synthetic;
+  for (int i = 0; i < opts.synthetic_samples; ++i) synthetic.push_back(synthetic_inputs(g, opts.seed + static_cast<uint64_t>(i)));
+  return synthetic;
+}
+
 std::vector<Range> calibrate_model(CompiledModel& fp32, const QuantizeOptions& opts) {
   if (!opts.precision.quantized()) throw Error("calibration needs a quantized precision, not fp32");
   require_unfused_post_ops(fp32.graph());
@@ -626,14 +680,30 @@ std::vector<Range> calibrate_model(CompiledModel& fp32, const QuantizeOptions& o
     }
   }
   if (!opts.samples.empty()) return calibrate(fp32, opts.samples, opts.method, opts.progress, per_value);
-  std::vector<std::vector<Tensor>> synthetic;
-  for (int i = 0; i < opts.synthetic_samples; ++i)
-    synthetic.push_back(synthetic_inputs(fp32.graph(), opts.seed + static_cast<uint64_t>(i)));
-  return calibrate(fp32, synthetic, opts.method, opts.progress, per_value);
+  return calibrate(fp32, synthetic_samples(fp32.graph(), opts), opts.method, opts.progress, per_value);
 }
 
-Graph quantize_model(CompiledModel& fp32, const QuantizeOptions& opts) {
-  return quantize_graph(fp32.graph(), calibrate_model(fp32, opts), opts);
+void prepare_rounding(CompiledModel& fp32, QuantizeOptions& given, bool every_layer) {
+  if (given.rounding == Rounding::nearest || given.rounding_state) return;
+  const Graph& g = fp32.graph();
+  const QuantizeOptions opts = resolve_layers(g, given);
+  std::set<std::string> kept, nodes;
+  for (auto& [node, why] : nodes_kept_8bit(g, opts)) kept.insert(node);
+  for (const Node* n : quantizable_matmuls(g)) {
+    const DType code = node_precision(n->name, opts, kept).weight;
+    if (every_layer || (!opts.keep_fp32.count(n->name) && is_subbyte(code) && code != DType::b1)) nodes.insert(n->name);
+  }
+  auto state = std::make_shared<RoundingState>();
+  state->inputs = opts.samples.empty() ? collect_layer_inputs(fp32, synthetic_samples(g, opts), nodes)
+                                       : collect_layer_inputs(fp32, opts.samples, nodes);
+  given.rounding_state = std::move(state);
+}
+
+Graph quantize_model(CompiledModel& fp32, const QuantizeOptions& given) {
+  QuantizeOptions opts = given;
+  const std::vector<Range> ranges = calibrate_model(fp32, opts);
+  prepare_rounding(fp32, opts);
+  return quantize_graph(fp32.graph(), ranges, opts);
 }
 
 }  // namespace lowbit
