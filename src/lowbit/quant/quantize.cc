@@ -275,8 +275,8 @@ class Rewriter {
     return activation_params(ranges_[static_cast<size_t>(v)], widths_[static_cast<size_t>(v)]);
   }
 
-  // Which weight codes --rounding gptq re-rounds: the sub-byte ones (binary weights are signs).
-  static bool rounds(DType code) { return is_subbyte(code) && code != DType::b1; }
+  // Which weight codes --rounding gptq re-rounds: all but binary ones (signs, one level a side).
+  static bool rounds(DType code) { return code != DType::b1; }
 
   // Weight codes of a Conv / Gemm node: its precision's (node_precision).
   DType weight_code(const Node& n) const { return node_precision(n.name, opts_, kept_8bit_).weight; }
@@ -690,8 +690,8 @@ void prepare_rounding(CompiledModel& fp32, QuantizeOptions& given, bool every_la
   std::set<std::string> kept, nodes;
   for (auto& [node, why] : nodes_kept_8bit(g, opts)) kept.insert(node);
   for (const Node* n : quantizable_matmuls(g)) {
-    const DType code = node_precision(n->name, opts, kept).weight;
-    if (every_layer || (!opts.keep_fp32.count(n->name) && is_subbyte(code) && code != DType::b1)) nodes.insert(n->name);
+    const DType code = node_precision(n->name, opts, kept).weight;  // i8 too: the 8-bit layers gain less, but gain
+    if (every_layer || (!opts.keep_fp32.count(n->name) && code != DType::b1)) nodes.insert(n->name);
   }
   auto state = std::make_shared<RoundingState>();
   state->inputs = opts.samples.empty() ? collect_layer_inputs(fp32, synthetic_samples(g, opts), nodes)

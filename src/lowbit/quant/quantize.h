@@ -56,14 +56,14 @@ struct QuantizeOptions {
   // keep_8bit; what --layer-precision and --precision auto set. Widths are per layer: a node's
   // input activations get the widest width any quantized reader asks for.
   std::map<std::string, Precision> layer_precision;
-  // How sub-byte weight codes are rounded (quant/rounding.h). gptq needs the layers' input stats:
+  // How weight codes are rounded (quant/rounding.h; binary weights are signs either way). gptq needs the layers' input stats:
   // prepare_rounding measures them over the calibration samples into rounding_state, which then
   // also keeps what each layer's rounding chose and measured.
   Rounding rounding = Rounding::nearest;
   std::shared_ptr<RoundingState> rounding_state;
 };
 
-// For --rounding gptq: the input stats of every Conv / Gemm whose weights get sub-byte codes,
+// For --rounding gptq: the input stats of every Conv / Gemm whose weights get (non-binary) codes,
 // over the options' samples (or the seeded synthetic ones calibration uses), into
 // opts.rounding_state (every_layer: of every Conv / Gemm, for callers that vary the precisions).
 // Nothing for nearest, or when they are already there.

@@ -444,7 +444,7 @@ std::string describe_rounding(RoundingState& s) {
   std::sort(ratios.begin(), ratios.end());
   auto pct = [](double r) { return std::to_string(static_cast<int>(std::lround(r * 100))) + "%"; };
   std::string msg = "--rounding gptq: " + std::to_string(ratios.size()) + " of " + std::to_string(s.outcomes.size()) +
-                    " sub-byte layer(s) re-rounded against their calibration inputs";
+                    " quantized layer(s) re-rounded against their calibration inputs";
   if (!ratios.empty())
     msg += ", each keeping " + pct(ratios.front()) + "-" + pct(ratios.back()) + " (median " + pct(ratios[ratios.size() / 2]) +
            ") of nearest rounding's output error on those inputs";
