@@ -213,6 +213,36 @@ TEST(Rounding, TheWalkLowersTheErrorItReportsAndKeepsNearestWhenItCannot) {
   EXPECT_THROW(round_weights_gptq(random_tensor({6, 3, 3, 3}, 3), q, DType::i4, DType::i4, st, codes), Error);
 }
 
+// The same stats, codes and bias shifts on every CPU: the loops are multi-versioned (AVX-512,
+// AVX2, baseline x86-64) and built for NEON on AArch64, with no multiply-add contraction and a fixed
+// order of every sum. The expected hash was computed on x86-64 with AVX-512; the AArch64 stage
+// (qemu) checks the same value, and so did `qemu-x86_64 -cpu qemu64` and `-cpu Haswell` (the
+// baseline and AVX2 versions). The layer reads the graph input: a layer behind fp32 kernels sees
+// activations that differ in their last bits between ISAs (as calibration's ranges do), and so
+// would its stats.
+TEST(Rounding, TheSameCodesOnEveryCpu) {
+  OddLayers m;
+  auto model = compile_plain(m.g);
+  std::vector<std::vector<Tensor>> samples;
+  for (uint64_t i = 0; i < 3; ++i) samples.push_back({correlated_input(40 + i)});
+  const LayerInputs s = collect_layer_inputs(*model, samples, {"conv"});
+  uint64_t h = 0;
+  for (const char* node : {"conv"}) {
+    const LayerInputStats& st = s.at(node);
+    h = h * 31 + content_hash(st.H.data(), st.H.size() * sizeof(float));
+    const Node& n = *std::find_if(m.g.nodes.begin(), m.g.nodes.end(), [&](const Node& x) { return x.name == node; });
+    const Tensor& w = *m.g.constant(n.inputs[1]);
+    for (DType code : {DType::i8, DType::i4, DType::i2}) {
+      QuantParams q;
+      Tensor codes = quantize_weights(w, code, WeightScale::mse, code, q);
+      const RoundingOutcome r = round_weights_gptq(w, q, code, code, st, codes, 2);
+      h = h * 31 + content_hash(codes.raw(), static_cast<size_t>(codes.nbytes()));
+      h = h * 31 + content_hash(r.bias_shift.data(), r.bias_shift.size() * sizeof(float));
+    }
+  }
+  EXPECT_EQ(h, 0xb804ff35f49db7d4u) << "0x" << std::hex << h;
+}
+
 // MobileNetV2 (32 x 32) at w4a8 and w2a8: every layer it re-rounds with a lower layer
 // error than round-to-nearest, nearly all of them re-rounded, and the model closer to fp32 on
 // held-out inputs (measured: cosine 0.9907 -> 0.9994 at w4a8, 0.740 -> 0.995 at w2a8).
