@@ -41,12 +41,18 @@ built=$SECONDS
 #    readers, the same code on every arch; the release and sanitized stages run them.
 #  - per-layer sensitivity and the mixed-precision search (SensitivityResnet18.*,
 #    MixedPrecision.Auto*: 34 s natively) quantize, compile and run ResNet-18 a hundred times over
-#    through the same passes; per-layer precisions themselves (MixedPrecision.*) stay;
+#    through the same passes;
 #  - --rounding gptq on MobileNetV2 end to end (Rounding.EveryLayer*, .SameInputs*: the stats and
-#    the walk of 53 layers); the walk, the stats and the bias correction on one conv stay.
+#    the walk of 53 layers); the walk, the stats and the bias correction on one conv stay, and so
+#    does the check that their bytes are x86's;
+#  - per-layer precisions (MixedPrecision.*, 77 emulated seconds) rewrite the graph the same way on
+#    every arch, over kernels that SubbyteKernels / Qu8* check; the 16 binary convs of ResNet-18
+#    (Resnet18Binary, 44 s) repeat BinaryConvKernels' NEON rows; the cache-derived blocking
+#    (F32Kernels.BlockingFollowsTheCaches, 76 s) is the same blocking code on every arch, and
+#    F32Kernels.Conv* check every NEON row against the reference.
 # Quantize.Resnet18* (int8 through the NEON kernels end to end) and the sub-byte activation-code
 # test stay. The suite had reached 42 of CI's 40 minutes, then 66 with the sanitized stage.
-ctest --preset aarch64 -j "$jobs" -E '^(Autotune\.|Quantize\.SameInputsGiveTheSameArtifact|Subbyte\.(EveryPrecision|NativeAndLogical|OnSlowAllow|OnSlowError|GroupSize|Prepacked|ArtifactKeeps|DetectorFlags)|Explain\.EveryRejectionOnEveryNamedTarget|Binary\.Resnet18W1a1|Artifact\.RoundTripRunsIdentically|Guard\.TargetWithoutSimdInt8|Models/Concurrency\.|ApiBuild\.|Artifact\.(ForgedContent|EverySingleByteChange)|CApi\.|Targets/FuzzReplay\.|SensitivityResnet18\.|MixedPrecision\.Auto|Rounding\.(EveryLayer|SameInputs))'
+ctest --preset aarch64 -j "$jobs" -E '^(Autotune\.|Quantize\.SameInputsGiveTheSameArtifact|Subbyte\.(EveryPrecision|NativeAndLogical|OnSlowAllow|OnSlowError|GroupSize|Prepacked|ArtifactKeeps|DetectorFlags)|Explain\.EveryRejectionOnEveryNamedTarget|Binary\.Resnet18W1a1|Artifact\.RoundTripRunsIdentically|Guard\.TargetWithoutSimdInt8|Models/Concurrency\.|ApiBuild\.|Artifact\.(ForgedContent|EverySingleByteChange)|CApi\.|Targets/FuzzReplay\.|SensitivityResnet18\.|MixedPrecision\.|Rounding\.(EveryLayer|SameInputs)|Resnet18Binary\.|F32Kernels\.BlockingFollowsTheCaches)'
 # The int8 kernels forced onto plain NEON (the emulator still has dotprod; the cap hides it). The
 # fp32 rows need NEON only, so the cap would run them again unchanged (210 emulated seconds). The
 # int8 ResNet-18 end to end (90 emulated seconds) runs above; under the cap every plain-NEON int8
