@@ -280,8 +280,8 @@ class Rewriter {
 
   // Weight codes of a Conv / Gemm node: its precision's (node_precision).
   DType weight_code(const Node& n) const { return node_precision(n.name, opts_, kept_8bit_).weight; }
-  // The weights' codes; with --rounding gptq, sub-byte codes re-rounded against the layer's
-  // inputs; `corrected` is then the layer's bias (N values; none: zeros) with the shift that
+  // The weights' codes; with --rounding gptq, codes re-rounded against the layer's inputs
+  // (cached per layer and code width in the shared RoundingState); `corrected` is then the layer's bias (N values; none: zeros) with the shift that
   // leaves in the layer's mean output taken back.
   Tensor weights(const Node& n, const Tensor& w, QuantParams& q, const Tensor* bias, std::optional<Tensor>& corrected) const {
     const DType code = weight_code(n);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <thread>
 
 #include "lowbit/common/error.h"
 #include "lowbit/ir/codes.h"
