@@ -1,4 +1,5 @@
-// `explain` on every named target: every rejected candidate of every node has a specific reason.
+// `explain` on every named target: every rejected candidate of every node has a specific reason,
+// and what inspect reads of the plan is there whether or not this CPU can run the target.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -50,6 +51,14 @@ TEST(Explain, EveryRejectionOnEveryNamedTargetHasASpecificReason) {
         }
       }
     EXPECT_GT(rejections, 100) << name;  // every conv has several candidates on every target
+    // What inspect and quantize --prepack read of a model for any target, runnable here or not (on
+    // an AVX2-only host, `inspect --target cascadelake` dereferenced the VNNI kernels it had not made).
+    for (const CompiledModel* m : {f.get(), b.model.get()}) {
+      EXPECT_NO_THROW(m->graph_with_prepacked_weights()) << name;
+      EXPECT_NO_THROW(m->prepacked_kernels()) << name;
+      if (m->unrunnable_reason().empty()) EXPECT_NO_THROW(m->kernel_weight_bytes()) << name;  // 0 on reference kernels
+      else EXPECT_THROW(m->kernel_weight_bytes(), Error) << name;
+    }
   }
 }
 

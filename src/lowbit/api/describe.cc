@@ -117,7 +117,8 @@ nlohmann::json inspect_json(const BuiltModel& b, const std::string& model_name) 
           {"macs", model_macs(m)},
           {"weight_bytes", m.weight_bytes()},
           {"weight_bytes_by_dtype", by_dtype},
-          {"kernel_weight_bytes", m.kernel_weight_bytes()},
+          // null for a foreign target: its kernels, and their layouts, are made where it runs
+          {"kernel_weight_bytes", m.unrunnable_reason().empty() ? nlohmann::json(m.kernel_weight_bytes()) : nlohmann::json()},
           {"peak_activation_bytes", m.peak_activation_bytes()},
           {"domain_changes", domain_changes},
           {"compile_ms", m.compile_ms()},

@@ -17,8 +17,8 @@ namespace lowbit {
 nlohmann::json explain_json(const BuiltModel& b, const std::string& model_name);
 
 // {model, precision, target, features, threads, steps, macs, weight_bytes, weight_bytes_by_dtype,
-//  kernel_weight_bytes, peak_activation_bytes, domain_changes, compile_ms, slow_nodes: [{node, op, kernel, reason}] (the
-//  guard's findings),
+//  kernel_weight_bytes (null for a target this CPU cannot run), peak_activation_bytes, domain_changes, compile_ms,
+//  slow_nodes: [{node, op, kernel, reason}] (the guard's findings),
 //  nodes: [{node, op, op_label, inputs, outputs, signature, quant, macs, weight_bytes}]}.
 // op_label marks fused epilogues (Conv+clamp, Conv+add) and fp32<->u8 domain changes.
 nlohmann::json inspect_json(const BuiltModel& b, const std::string& model_name);

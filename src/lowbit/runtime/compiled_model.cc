@@ -219,6 +219,8 @@ int64_t CompiledModel::weight_bytes() const {
 }
 
 int64_t CompiledModel::kernel_weight_bytes() const {
+  // The layouts exist only once the kernels do: a model compiled for a foreign target has none.
+  if (!unrunnable_.empty()) throw Error("kernel weight bytes are counted on the kernels themselves, and " + unrunnable_);
   int64_t bytes = 0;
   for (const Step& s : steps_) bytes += s.kernel->packed_weight_bytes();
   return bytes;
@@ -232,7 +234,9 @@ Graph CompiledModel::graph_with_prepacked_weights(int* nodes, int64_t* bytes) co
     std::string key;
     Tensor blob;
     Node& n = g.nodes[static_cast<size_t>(s.node)];
-    if (!s.kernel->prepacked(key, blob)) {
+    // A kernel this CPU cannot create (a foreign target) has no layout to store: it is packed
+    // where the artifact is compiled, as without --prepack.
+    if (!s.kernel || !s.kernel->prepacked(key, blob)) {
       n.attrs.erase(kPrepackedAttr);  // a stale layout would only cost its bytes: drop it
       n.attrs.erase(kPrepackedKeyAttr);
       continue;
@@ -249,7 +253,7 @@ Graph CompiledModel::graph_with_prepacked_weights(int* nodes, int64_t* bytes) co
 
 int CompiledModel::prepacked_kernels() const {
   int n = 0;
-  for (const Step& s : steps_) n += s.kernel->uses_prepacked();
+  for (const Step& s : steps_) n += s.kernel && s.kernel->uses_prepacked();
   return n;
 }
 

@@ -94,11 +94,15 @@ class CompiledModel {
   // Bytes the kernels hold in their own layouts (packed panels, transformed weights, requantization
   // constants), built from those constants at creation: 4- and 2-bit weights stay packed where the
   // chosen kernel reads them packed (kernels/qsub-gemm/qsub_panel.h), else they are int8 here.
+  // Throws for a model whose kernels this CPU cannot create (compiled for a foreign target).
   int64_t kernel_weight_bytes() const;
+  // "" when every step's kernel exists (this CPU runs the target), else why run() refuses.
+  const std::string& unrunnable_reason() const { return unrunnable_; }
   // graph() with each kernel's weights in its own layout stored on its node (Kernel::prepacked), as
   // `quantize --prepack` saves it: a later compile whose kernel computes the same layout (same
   // kernel set, shapes and weights) reads the weights in place from the artifact's mapping instead
-  // of packing them. `nodes` / `bytes`: how many layouts were stored and their size.
+  // of packing them. `nodes` / `bytes`: how many layouts were stored and their size. Steps whose
+  // kernel this CPU cannot create (a foreign target) store none.
   Graph graph_with_prepacked_weights(int* nodes = nullptr, int64_t* bytes = nullptr) const;
   // Kernels that read their weights from a stored layout (0 unless compiled from such a graph).
   int prepacked_kernels() const;
