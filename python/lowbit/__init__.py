@@ -36,7 +36,7 @@ class InferenceSession:
     ``precision``: ``fp32``, ``int8``, ``w4a8``, ``int4``, ... (quantized on the fly, calibrated on
     ``calibration_data`` or seeded synthetic inputs). ``threads``: threads inside operators (None:
     all cores). Options: ``input_shapes`` ({name: shape}), ``calibration`` (minmax, percentile,
-    entropy, mse), ``calibration_data``, ``calibration_samples``, ``on_slow`` (fp32, error, allow),
+    entropy, mse, auto), ``calibration_data``, ``calibration_samples``, ``on_slow`` (fp32, error, allow),
     ``keep_8bit``, ``mode``, ``weight_scale``, ``group_size``, ``max_memory``, ``optimize``,
     ``autotune``.
     """

@@ -53,8 +53,10 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
                  "correction; for 4 bits and below above all: docs/accuracy.md)")
       ->check(CLI::IsMember({"nearest", "gptq"}));
   cmd.add_flag("--no-optimize", o.no_optimize, "skip BN folding and fusion (debugging)");
-  cmd.add_option("--calibration", o.calibration, "int8: minmax, percentile, entropy or mse")
-      ->check(CLI::IsMember({"minmax", "percentile", "entropy", "mse"}));
+  cmd.add_option("--calibration", o.calibration,
+                 "activation ranges: minmax, percentile, entropy, mse, or auto (per tensor, whichever codes it with the "
+                 "least error as its readers weigh it)")
+      ->check(CLI::IsMember({"minmax", "percentile", "entropy", "mse", "auto"}));
   cmd.add_option("--calib-samples", o.calib_samples, "int8: calibration samples (default 8)")->check(CLI::PositiveNumber);
   cmd.add_option("--calib-data", o.calib_data,
                  "int8: folder of .npy and/or .png/.jpg calibration inputs (default: seeded synthetic)");

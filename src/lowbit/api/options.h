@@ -15,7 +15,7 @@ namespace lowbit {
 //   target              host | a named target (`lowbit targets`) | x86-64+avx2+fma
 //   threads             0 (all cores) or a count
 //   input_shape         name=1x3x224x224 (repeatable: one input per call)
-//   calibration         minmax | percentile | entropy ... (quant/calibration.h)
+//   calibration         minmax | percentile | entropy | mse | auto (quant/calibration.h)
 //   calibration_samples synthetic samples when no data is given
 //   calibration_folder  a folder of .npy / PNG / JPEG files, one per sample
 //   mean, std           image normalisation: three values R,G,B

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "lowbit/common/error.h"
+#include "lowbit/quant/calibration_auto.h"
 
 namespace lowbit {
 namespace {
@@ -91,7 +93,8 @@ CalibrationMethod parse_calibration_method(const std::string& name) {
   if (name == "percentile") return CalibrationMethod::percentile;
   if (name == "entropy") return CalibrationMethod::entropy;
   if (name == "mse") return CalibrationMethod::mse;
-  throw Error("unknown calibration method '" + name + "' (minmax, percentile, entropy, mse)");
+  if (name == "auto") return CalibrationMethod::automatic;
+  throw Error("unknown calibration method '" + name + "' (minmax, percentile, entropy, mse, auto)");
 }
 
 const char* calibration_method_name(CalibrationMethod m) {
@@ -100,6 +103,7 @@ const char* calibration_method_name(CalibrationMethod m) {
     case CalibrationMethod::percentile: return "percentile";
     case CalibrationMethod::entropy: return "entropy";
     case CalibrationMethod::mse: return "mse";
+    case CalibrationMethod::automatic: return "auto";
   }
   return "?";
 }
@@ -114,7 +118,9 @@ std::vector<Range> calibrate(CompiledModel& model, const std::vector<std::vector
   auto steps_of = [&](size_t v) { return v < per_value.size() ? per_value[v].steps : 255; };
   bool hist = method != CalibrationMethod::minmax;
   for (const ValueCalibration& c : per_value) hist |= c.method && *c.method != CalibrationMethod::minmax;
-  const int total = static_cast<int>(samples.size()) * (hist ? 2 : 1);
+  bool automatic = method == CalibrationMethod::automatic;
+  for (const ValueCalibration& c : per_value) automatic |= c.method == CalibrationMethod::automatic;
+  const int total = static_cast<int>(samples.size()) * (hist ? 2 : 1) + (automatic ? static_cast<int>(samples.size()) : 0);
   int done = 0;
   for (const auto& s : samples) {
     model.run_observed(s, [&](ValueId v, const TensorView& t) {
@@ -145,24 +151,58 @@ std::vector<Range> calibrate(CompiledModel& model, const std::vector<std::vector
     if (progress) progress(++done, total);
   }
   std::vector<Range> chosen(nv);
-  for (size_t v = 0; v < nv; ++v)
-    chosen[v] = range[v].seen && range[v].hi > range[v].lo && method_of(v) != CalibrationMethod::minmax
-                    ? choose_range(h[v], range[v].lo, range[v].hi, method_of(v), steps_of(v))
-                    : range[v];
+  std::map<size_t, std::array<Range, kCandidates>> candidates;  // the values calibrated `automatic`
+  for (size_t v = 0; v < nv; ++v) {
+    chosen[v] = range[v];
+    if (!range[v].seen || range[v].hi <= range[v].lo || method_of(v) == CalibrationMethod::minmax) continue;
+    if (method_of(v) != CalibrationMethod::automatic) {
+      chosen[v] = choose_range(h[v], range[v].lo, range[v].hi, method_of(v), steps_of(v));
+      chosen[v].method = method_of(v);
+      continue;
+    }
+    auto& c = candidates[v];
+    for (size_t k = 0; k < kCandidates; ++k) {
+      c[k] = kCandidateMethods[k] == CalibrationMethod::minmax
+                 ? range[v]
+                 : choose_range(h[v], range[v].lo, range[v].hi, kCandidateMethods[k], steps_of(v));
+      c[k].method = kCandidateMethods[k];
+      c[k].automatic = true;
+    }
+  }
+  if (candidates.empty()) {  // nothing to measure: the third pass is done
+    if (automatic && progress) progress(done = total, total);
+    return chosen;
+  }
+  // The third pass: each candidate codes the value's samples, and its readers measure what that
+  // costs them (quant/calibration_auto.h).
+  const std::map<size_t, size_t> best = choose_candidates(model, samples, candidates, steps_of, [&] {
+    if (progress) progress(++done, total);
+  });
+  for (auto& [v, c] : candidates)
+    if (auto it = best.find(v); it != best.end()) chosen[v] = c[it->second];
   return chosen;
+}
+
+std::string describe_calibration(const std::vector<Range>& ranges) {
+  std::map<CalibrationMethod, int> count;
+  int total = 0;
+  for (const Range& r : ranges)
+    if (r.seen && r.automatic) ++count[r.method], ++total;
+  if (!total) return "";
+  std::string s = "calibration auto: " + std::to_string(total) +
+                  " activation range(s), each the candidate with the least error as its readers weigh it:";
+  for (CalibrationMethod m : kCandidateMethods)
+    if (count[m]) s += std::string(" ") + calibration_method_name(m) + " " + std::to_string(count[m]);
+  return s;
 }
 
 QuantParams activation_params(Range r, DType code) {
   const DTypeInfo& d = dtype_info(code);
   if (d.is_signed || d.is_float || d.bits > 8) throw Error(std::string("activation codes must be u8, u4, u2 or u1, not ") + d.name);
-  const double steps = static_cast<double>(d.qmax);  // unsigned: [0, qmax]
-  float lo = std::min(0.f, r.lo), hi = std::max(0.f, r.hi);
-  if (hi - lo < 1e-8f) hi = lo + 1e-8f;
-  double scale = (static_cast<double>(hi) - lo) / steps;
-  int32_t zp = static_cast<int32_t>(std::clamp(std::nearbyint(-lo / scale), 0.0, steps));
+  const Affine a = affine_coding(r, static_cast<double>(d.qmax));  // unsigned: [0, qmax]
   QuantParams q;
-  q.scale = {static_cast<float>(scale)};
-  q.zero_point = {zp};
+  q.scale = {static_cast<float>(a.scale)};
+  q.zero_point = {a.zero_point};
   if (code != DType::u8) q.code = code;  // u8 codes in u8 storage: the scheme need not say
   return q;
 }

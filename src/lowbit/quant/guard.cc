@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "lowbit/common/error.h"
+#include "lowbit/common/log.h"
 #include "lowbit/io/synthetic.h"
 #include "lowbit/ir/op_schema.h"
 
@@ -199,6 +200,7 @@ QuantizedBuild build_quantized(CompiledModel& fp32, const CompileOptions& opts, 
   // the samples and the progress callback before calibrate_model read them, so calibration ran
   // on synthetic inputs whatever the caller gave.
   const std::vector<Range> ranges = calibrate_model(fp32, qopts);
+  if (const std::string s = describe_calibration(ranges); !s.empty()) log_note(s);
   return build_quantized(fp32, ranges, opts, std::move(qopts), policy);
 }
 

@@ -5,6 +5,7 @@
 
 #include "lowbit/common/error.h"
 #include "lowbit/ir/codes.h"
+#include "lowbit/quant/patches.h"
 #include "lowbit/runtime/thread_pool.h"
 
 // The loops below are quantize-time linear algebra (on ResNet-50 w4a8 about 10^11 multiply-adds:
@@ -195,44 +196,6 @@ void walk(const WalkRow* rows, int nrows, const float* N, const float* diag2, in
   }
 }
 
-// The conv geometry collect_layer_inputs samples patches with (2-D; a Gemm is a 1 x 1 "conv" over
-// its rows).
-struct PatchGeometry {
-  int64_t C = 0, H = 1, W = 1, groups = 1, KH = 1, KW = 1, OH = 1, OW = 1;
-  int64_t sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
-  int64_t K() const { return C / groups * KH * KW; }
-};
-
-PatchGeometry geometry(const Graph& g, const Node& n) {
-  PatchGeometry p;
-  const Shape& xs = g.value(n.inputs[0]).shape;
-  if (n.op == "Gemm") {
-    p.C = xs.at(1);
-    return p;
-  }
-  const Shape& ws = g.value(n.inputs[1]).shape;
-  const Shape& ys = g.value(n.outputs[0]).shape;
-  if (xs.size() != 4 || ws.size() != 4 || ys.size() != 4)
-    throw Error("node " + n.label() + ": --rounding gptq rounds 2-D convs and Gemms");
-  const Attributes& a = n.attrs;
-  p.C = xs[1], p.H = xs[2], p.W = xs[3];
-  p.groups = a.get_int("group", 1);
-  p.KH = ws[2], p.KW = ws[3], p.OH = ys[2], p.OW = ys[3];
-  const auto st = a.get_ints("strides", {1, 1}), di = a.get_ints("dilations", {1, 1});
-  const auto pads = a.get_ints("pads", {0, 0, 0, 0});
-  p.sh = st.at(0), p.sw = st.at(1), p.dh = di.at(0), p.dw = di.at(1);
-  const std::string auto_pad = a.get_string("auto_pad", "NOTSET");
-  auto begin_pad = [&](int64_t I, int64_t K, int64_t O, int64_t S, int64_t D, int64_t given) -> int64_t {
-    if (auto_pad == "VALID") return 0;
-    if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") return given;
-    const int64_t total = std::max<int64_t>(0, (O - 1) * S + (K - 1) * D + 1 - I);
-    return auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-  };
-  p.ph = begin_pad(p.H, p.KH, p.OH, p.sh, p.dh, pads.at(0));
-  p.pw = begin_pad(p.W, p.KW, p.OW, p.sw, p.dw, pads.at(1));
-  return p;
-}
-
 struct Collector {
   ThreadPool* pool;
   PatchGeometry geo;
@@ -244,29 +207,15 @@ struct Collector {
 // so that samples see different positions) to the stats.
 void accumulate(Collector& c, const TensorView& x, int64_t take, int64_t sample) {
   const PatchGeometry& p = c.geo;
-  const int64_t N = x.shape.at(0), per = p.OH * p.OW, total = N * per, K = p.K(), Cg = p.C / p.groups;
+  const int64_t N = x.shape.at(0), per = p.OH * p.OW, total = N * per, K = p.K();
   take = std::min(take, total);
   if (take <= 0) return;
   const float* xd = x.as<float>();
   LayerInputStats& s = *c.stats;
   c.patches.assign(static_cast<size_t>(take * K), 0.0f);
-  const int64_t step = total / take, offset = step > 1 ? sample % step : 0;
   for (int64_t g = 0; g < p.groups; ++g) {
-    for (int64_t i = 0; i < take; ++i) {
-      const int64_t pos = std::min(total - 1, i * total / take + offset);
-      const int64_t n = pos / per, oh = pos % per / p.OW, ow = pos % p.OW;
-      float* patch = c.patches.data() + i * K;
-      for (int64_t ci = 0; ci < Cg; ++ci) {
-        const float* plane = xd + ((n * p.C) + g * Cg + ci) * p.H * p.W;
-        for (int64_t kh = 0; kh < p.KH; ++kh) {
-          const int64_t ih = oh * p.sh - p.ph + kh * p.dh;
-          for (int64_t kw = 0; kw < p.KW; ++kw) {
-            const int64_t iw = ow * p.sw - p.pw + kw * p.dw;
-            patch[(ci * p.KH + kh) * p.KW + kw] = ih >= 0 && ih < p.H && iw >= 0 && iw < p.W ? plane[ih * p.W + iw] : 0.0f;
-          }
-        }
-      }
-    }
+    for (int64_t i = 0; i < take; ++i)
+      extract_patch(p, xd, sampled_position(i, take, total, sample), g, c.patches.data() + i * K);
     syrk_upper(*c.pool, s.H.data() + g * K * K, K, c.patches.data(), K, take, K, 1.0f);
     double* sum = s.sum.data() + g * K;
     for (int64_t i = 0; i < take; ++i)
@@ -289,7 +238,7 @@ LayerInputs collect_layer_inputs(CompiledModel& fp32, const std::vector<std::vec
     if (!nodes.count(n.name)) continue;
     if ((n.op != "Conv" && n.op != "Gemm") || n.inputs.size() < 2 || !g.is_constant(n.inputs[1]))
       throw Error("node " + n.label() + ": --rounding gptq rounds Conv and Gemm weights, not " + n.op);
-    const PatchGeometry geo = geometry(g, n);
+    const PatchGeometry geo = patch_geometry(g, n);
     LayerInputStats& s = out[n.name];
     s.groups = geo.groups;
     s.K = geo.K();
