@@ -181,6 +181,26 @@ TEST(ApiBuild, CompareMeasuresOutputsAndEveryQuantizedLayer) {
   const nlohmann::json j = comparison_json(c);
   EXPECT_EQ(j["layers"].size(), c.layers.size());
   EXPECT_FALSE(j.contains("vs_int8"));
+  EXPECT_EQ(j["mask_threshold"], kDefaultMaskThreshold);
+  EXPECT_TRUE(j["vs_fp32"].contains("mask_iou_mean"));
+}
+
+// The mask IoU a detector's map is judged by: {y > t} against {ref > t}, counted here by hand.
+TEST(ApiBuild, MaskIouOfTwoMapsAtAThreshold) {
+  Tensor ref(DType::f32, {1, 1, 2, 4}), q(DType::f32, {1, 1, 2, 4});
+  const float r[] = {0.9f, 0.8f, 0.1f, 0.0f, 0.31f, 0.2f, 0.7f, 0.0f};  // above 0.3: 0, 1, 4, 6
+  const float y[] = {0.9f, 0.1f, 0.1f, 0.5f, 0.35f, 0.2f, 0.6f, 0.0f};  // above 0.3: 0, 3, 4, 6
+  std::copy(r, r + 8, ref.data<float>());
+  std::copy(y, y + 8, q.data<float>());
+  EXPECT_DOUBLE_EQ(compare_output(ref, q, 0.3f).mask_iou, 3.0 / 5.0);  // both: 0, 4, 6; either: 0, 1, 3, 4, 6
+  EXPECT_DOUBLE_EQ(compare_output(ref, q, 0.95f).mask_iou, 1.0);      // two empty masks agree
+  EXPECT_DOUBLE_EQ(compare_output(ref, ref, 0.3f).mask_iou, 1.0);
+  OutputAgreement a;
+  add_output(a, compare_output(ref, q, 0.3f));
+  add_output(a, compare_output(ref, ref, 0.3f));
+  finish_agreement(a, 2);
+  EXPECT_DOUBLE_EQ(a.mask_iou_mean, 0.8);
+  EXPECT_DOUBLE_EQ(a.mask_iou_min, 0.6);
 }
 
 }  // namespace

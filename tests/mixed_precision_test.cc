@@ -140,6 +140,14 @@ TEST(MixedPrecision, BadLayerListsAreRefusedByName) {
   EXPECT_THROW(build_model(o), Error);
 }
 
+TEST(MixedPrecision, MetricsParseByName) {
+  EXPECT_EQ(parse_accuracy_metric("cosine"), AccuracyMetric::cosine);
+  EXPECT_EQ(parse_accuracy_metric("top1"), AccuracyMetric::top1);
+  EXPECT_EQ(parse_accuracy_metric("l2"), AccuracyMetric::l2);
+  EXPECT_EQ(parse_accuracy_metric("iou"), AccuracyMetric::iou);  // a detector's map: tests/scripts/test_paddleocr_det.sh
+  EXPECT_THAT([] { parse_accuracy_metric("map"); }, ::testing::ThrowsMessage<Error>(HasSubstr("iou")));
+}
+
 TEST(MixedPrecision, AutoMeetsTheBudgetWithTheSmallestWeightsItFinds) {
   BuildOptions o = mixed_resnet18();
   o.quantize.layer_precision.clear();

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,7 @@ struct QuantizeOpts {
   double max_drop = 0.01;
   std::string metric = "cosine", objective = "latency", allow = "fp32,int8,w4a8", eval_data;
   int eval_samples = 8;
+  float mask_threshold = kDefaultMaskThreshold;
 };
 
 void write_artifact(const QuantizeOpts& o, BuiltModel b, std::chrono::steady_clock::time_point t0) {
@@ -77,6 +79,7 @@ BuiltModel quantize_auto(const QuantizeOpts& o) {
   for (std::string p; std::getline(list, p, ',');)
     if (!p.empty()) a.allow.push_back(parse_precision(p));
   a.eval_samples = o.eval_samples;
+  a.mask_threshold = o.mask_threshold;
   ModelOptions m = o.m;
   m.precision = "int8";  // the calibration options apply
   const BuildOptions bo = build_options(m, /*foreign_ok=*/true);
@@ -119,8 +122,13 @@ void register_quantize(CLI::App& app) {
   cmd->add_option("--max-drop", o->max_drop,
                   "--precision auto: the accuracy budget, as the --metric's drop against fp32 (default 0.01)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--metric", o->metric, "--precision auto: cosine (1 - cosine), top1 (class disagreement) or l2")
-      ->check(CLI::IsMember({"cosine", "top1", "l2"}));
+  cmd->add_option("--metric", o->metric,
+                  "--precision auto: cosine (1 - cosine), top1 (class disagreement), l2, or iou (1 - IoU of the "
+                  "output's mask {y > --mask-threshold}: a detector's or segmenter's map)")
+      ->check(CLI::IsMember({"cosine", "top1", "l2", "iou"}));
+  cmd->add_option("--mask-threshold", o->mask_threshold,
+                  "--metric iou: the output value above which a pixel is in the mask (default 0.5; PaddleOCR's "
+                  "text detector: 0.3)");
   cmd->add_option("--objective", o->objective,
                   "--precision auto: minimise latency (each layer's measured time on the target) or size")
       ->check(CLI::IsMember({"latency", "size"}));
@@ -162,14 +170,19 @@ void register_compare(CLI::App& app) {
     int samples = 16;
     int layers = 15;
     std::string json;
+    std::optional<float> mask_threshold;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("compare", "accuracy of the quantized model against fp32, overall and per layer");
   add_model_options(*cmd, o->m);
-  cmd->add_option("--inputs", o->inputs, "folder of .npy inputs (default: seeded synthetic, not the calibration ones)");
+  cmd->add_option("--inputs", o->inputs,
+                  "folder of .npy / PNG / JPEG inputs (default: seeded synthetic, not the calibration ones)");
   cmd->add_option("--samples", o->samples, "synthetic inputs to compare on (default 16)")->check(CLI::PositiveNumber);
   cmd->add_option("--layers", o->layers, "worst layers to list by SQNR (default 15)");
   cmd->add_option("--json", o->json, "also write the comparison (every layer's SQNR) as JSON to this file");
+  cmd->add_option("--mask-threshold", o->mask_threshold,
+                  "also the IoU of the outputs' masks {y > T} (a detector's or segmenter's map; PaddleOCR's text "
+                  "detector: 0.3)");
   cmd->callback([o] {
     ModelOptions f = o->m;
     f.precision = "fp32";
@@ -185,14 +198,18 @@ void register_compare(CLI::App& app) {
       i8 = build_model(m8);
     }
     std::vector<std::vector<Tensor>> inputs;
-    if (!o->inputs.empty()) inputs = load_samples(o->inputs, fp.model->graph(), 1 << 30);
+    if (!o->inputs.empty()) inputs = load_samples(o->inputs, fp.model->graph(), 1 << 30, image_preprocess(o->m));
     else inputs = held_out_inputs(fp.model->graph(), o->samples);
-    const Comparison c = compare_models(fp, q, vs_int8 ? &i8 : nullptr, inputs);
+    const Comparison c =
+        compare_models(fp, q, vs_int8 ? &i8 : nullptr, inputs, o->mask_threshold.value_or(kDefaultMaskThreshold));
     const OutputAgreement& a = c.vs_fp32;
     std::printf("%s %s vs fp32 over %d input(s): cosine mean %.5f (min %.5f)  rel L2 %.4f  top-1 agree %.1f%%  "
                 "top-5 agree %.1f%%\n",
                 o->m.model.c_str(), q.precision.c_str(), c.inputs, a.cosine_mean, a.cosine_min, a.rel_l2_mean,
                 100.0 * a.top1, 100.0 * a.top5);
+    if (o->mask_threshold)
+      std::printf("%s %s vs fp32: mask IoU at %g mean %.4f (min %.4f)\n", o->m.model.c_str(), q.precision.c_str(),
+                  *o->mask_threshold, a.mask_iou_mean, a.mask_iou_min);
     if (c.has_vs_int8)
       std::printf("%s %s vs int8 over %d input(s): cosine mean %.5f (min %.5f)  top-1 agree %.1f%%\n",
                   o->m.model.c_str(), q.precision.c_str(), c.inputs, c.vs_int8.cosine_mean, c.vs_int8.cosine_min,

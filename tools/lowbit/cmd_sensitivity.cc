@@ -2,6 +2,7 @@
 // (api/sensitivity.h).
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -21,6 +22,7 @@ void register_sensitivity(CLI::App& app) {
     std::string rank = "bytes";
     int rows = 30;
     std::string json;
+    std::optional<float> mask_threshold;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand(
@@ -36,6 +38,8 @@ void register_sensitivity(CLI::App& app) {
       ->check(CLI::IsMember({"bytes", "ms"}));
   cmd->add_option("--rows", o->rows, "rows of the table to print (default 30; 0: all)");
   cmd->add_option("--json", o->json, "write every layer at every precision as JSON to this file");
+  cmd->add_option("--mask-threshold", o->mask_threshold,
+                  "also each choice's mask IoU against fp32, the output as the mask {y > T} (a detector's map)");
   cmd->callback([o] {
     SensitivityOptions s;
     std::stringstream list(o->precisions);
@@ -48,6 +52,7 @@ void register_sensitivity(CLI::App& app) {
     b.quantize.progress = nullptr;
     s.eval_samples = o->eval_samples;
     s.timing_runs = o->timing_runs;
+    if (o->mask_threshold) s.mask_threshold = *o->mask_threshold;
     if (!o->eval_data.empty()) {
       // The inputs' shapes are the model's: load them against the fp32 graph.
       ModelOptions f = o->m;
@@ -62,17 +67,20 @@ void register_sensitivity(CLI::App& app) {
                 o->eval_data.empty() ? "synthetic" : "given");
     const bool by_ms = o->rank == "ms";
     const auto ranked = rank_choices(r, by_ms ? SensitivityRank::per_ms : SensitivityRank::per_byte);
-    std::printf("%-4s %-34s %-6s %-6s %9s %8s %6s %7s %19s %17s %12s\n", "#", "layer", "op", "prec", "damage",
-                "rel L2", "top-1", "SQNR", "weights fp32->q", "ms fp32->q", by_ms ? "damage/ms" : "damage/MB");
+    std::printf("%-4s %-34s %-6s %-6s %9s %8s %6s %s%7s %19s %17s %12s\n", "#", "layer", "op", "prec", "damage",
+                "rel L2", "top-1", o->mask_threshold ? "    IoU " : "", "SQNR", "weights fp32->q", "ms fp32->q",
+                by_ms ? "damage/ms" : "damage/MB");
     for (size_t i = 0; i < ranked.size() && (o->rows <= 0 || static_cast<int>(i) < o->rows); ++i) {
       const SensitivityChoice& c = ranked[i];
       const double saved = by_ms ? c.ms_saved : c.bytes_saved / 1e6;
       char per[32];
       if (saved > 0) std::snprintf(per, sizeof per, "%.3g", c.damage / saved);
       else std::snprintf(per, sizeof per, "no saving");
-      std::printf("%-4zu %-34.34s %-6s %-6s %9.2e %8.4f %5.0f%% %7.2f %8s->%-9s %7.3f->%-8.3f %12s\n", i + 1,
+      char iou[16] = "";
+      if (o->mask_threshold) std::snprintf(iou, sizeof iou, " %7.4f", c.at->mask_iou);
+      std::printf("%-4zu %-34.34s %-6s %-6s %9.2e %8.4f %5.0f%%%s %7.2f %8s->%-9s %7.3f->%-8.3f %12s\n", i + 1,
                   c.layer->node.c_str(), c.layer->op.c_str(), c.at->precision.c_str(), c.damage, c.at->rel_l2,
-                  100 * c.at->top1, c.at->sqnr_db, human_bytes(c.layer->fp32_weight_bytes).c_str(),
+                  100 * c.at->top1, iou, c.at->sqnr_db, human_bytes(c.layer->fp32_weight_bytes).c_str(),
                   human_bytes(c.at->weight_bytes).c_str(), c.layer->fp32_ms, c.at->ms, per);
     }
     if (!o->json.empty()) {

@@ -16,15 +16,23 @@ namespace lowbit {
 struct OutputAgreement {
   double cosine_mean = 0, cosine_min = 1, rel_l2_mean = 0;
   double top1 = 0, top5 = 0;  // fractions of the inputs whose fp32 best class the model keeps
+  double mask_iou_mean = 0, mask_iou_min = 1;  // of the outputs' masks (OutputMetrics::mask_iou)
 };
 
-// One output against its reference: cosine, relative L2, and whether the reference's best class
-// is the model's best (top1) and among its best five (top5). Throws when dtypes or shapes differ.
+// The threshold a dense output (a detector's probability map, a segmentation) becomes a mask at
+// for mask IoU, unless one is given: a sigmoid's even odds. PaddleOCR's text detector uses 0.3.
+inline constexpr float kDefaultMaskThreshold = 0.5f;
+
+// One output against its reference: cosine, relative L2, whether the reference's best class is
+// the model's best (top1) and among its best five (top5), and the IoU of the two masks
+// {output > mask_threshold} (1 when both are empty): a detector's or segmenter's task measure.
+// Throws when dtypes or shapes differ.
 struct OutputMetrics {
   double cosine, rel_l2;
   bool top1, top5;
+  double mask_iou;
 };
-OutputMetrics compare_output(const Tensor& ref, const Tensor& q);
+OutputMetrics compare_output(const Tensor& ref, const Tensor& q, float mask_threshold = kDefaultMaskThreshold);
 // Means over inputs: add each input's metrics, then finish with the count.
 void add_output(OutputAgreement& a, const OutputMetrics& m);
 void finish_agreement(OutputAgreement& a, int inputs);
@@ -46,6 +54,7 @@ struct LayerSqnr {
 
 struct Comparison {
   int inputs = 0;
+  float mask_threshold = kDefaultMaskThreshold;
   OutputAgreement vs_fp32;
   bool has_vs_int8 = false;
   OutputAgreement vs_int8;        // when an int8 build was given (sub-byte precisions)
@@ -55,7 +64,7 @@ struct Comparison {
 // The first output of `q` against the first output of `fp32` (and of `int8` when given) on each
 // input; per-layer SQNR from the u8 activations of `q` whose names the fp32 graph also has.
 Comparison compare_models(const BuiltModel& fp32, const BuiltModel& q, const BuiltModel* int8,
-                          const std::vector<std::vector<Tensor>>& inputs);
+                          const std::vector<std::vector<Tensor>>& inputs, float mask_threshold = kDefaultMaskThreshold);
 
 nlohmann::json comparison_json(const Comparison& c);
 

@@ -15,7 +15,8 @@ AccuracyMetric parse_accuracy_metric(const std::string& s) {
   if (s == "cosine") return AccuracyMetric::cosine;
   if (s == "top1") return AccuracyMetric::top1;
   if (s == "l2") return AccuracyMetric::l2;
-  throw Error("unknown accuracy metric '" + s + "': expected cosine, top1 or l2");
+  if (s == "iou") return AccuracyMetric::iou;
+  throw Error("unknown accuracy metric '" + s + "': expected cosine, top1, l2 or iou");
 }
 
 PrecisionObjective parse_precision_objective(const std::string& s) {
@@ -31,12 +32,19 @@ double drop_of(const OutputAgreement& a, AccuracyMetric m) {
     case AccuracyMetric::cosine: return 1 - a.cosine_mean;
     case AccuracyMetric::top1: return 1 - a.top1;
     case AccuracyMetric::l2: return a.rel_l2_mean;
+    case AccuracyMetric::iou: return 1 - a.mask_iou_mean;
   }
   return 0;
 }
 
 const char* metric_name(AccuracyMetric m) {
-  return m == AccuracyMetric::cosine ? "cosine drop" : m == AccuracyMetric::top1 ? "top-1 disagreement" : "relative L2";
+  switch (m) {
+    case AccuracyMetric::cosine: return "cosine drop";
+    case AccuracyMetric::top1: return "top-1 disagreement";
+    case AccuracyMetric::l2: return "relative L2";
+    case AccuracyMetric::iou: return "mask IoU loss";
+  }
+  return "?";
 }
 
 std::string format(const char* fmt, double x) {
@@ -103,6 +111,7 @@ AutoPrecisionResult choose_layer_precisions(const BuildOptions& given, const Aut
   so.eval_inputs = a.eval_inputs;
   so.eval_samples = a.eval_samples;
   so.timing_runs = a.timing_runs;
+  so.mask_threshold = a.mask_threshold;
   r.sensitivity = analyze_sensitivity(o, so);
   r.base = std::find(quantized.begin(), quantized.end(), kInt8) != quantized.end() ? kInt8 : quantized[0];
   const bool by_ms = a.objective == PrecisionObjective::latency;
@@ -118,7 +127,7 @@ AutoPrecisionResult choose_layer_precisions(const BuildOptions& given, const Aut
       const LayerAt& at = l.at[k];
       if (!at.error.empty()) continue;  // the layer cannot take this precision
       OutputAgreement alone;
-      alone.cosine_mean = at.cosine, alone.top1 = at.top1, alone.rel_l2_mean = at.rel_l2;
+      alone.cosine_mean = at.cosine, alone.top1 = at.top1, alone.rel_l2_mean = at.rel_l2, alone.mask_iou_mean = at.mask_iou;
       all.push_back({quantized[k], by_ms ? at.ms : static_cast<double>(at.weight_bytes),
                      std::max(0.0, drop_of(alone, a.metric))});
       if (quantized[k] == r.base) r.all_base_cost += all.back().cost;
@@ -171,7 +180,8 @@ AutoPrecisionResult choose_layer_precisions(const BuildOptions& given, const Aut
     if (it == ranges_for.end()) it = ranges_for.emplace(widths, calibrate_model(*st.fp32, q)).first;
     auto m = CompiledModel::compile(quantize_graph(fg, it->second, q), host);
     OutputAgreement ag;
-    for (size_t i = 0; i < eval.size(); ++i) add_output(ag, compare_output(ref[i], m->run(eval[i]).at(0)));
+    for (size_t i = 0; i < eval.size(); ++i)
+      add_output(ag, compare_output(ref[i], m->run(eval[i]).at(0), a.mask_threshold));
     finish_agreement(ag, static_cast<int>(eval.size()));
     ++r.evaluations;
     return drop_of(ag, a.metric);
@@ -254,7 +264,8 @@ BuiltModel build_auto_precision(const BuildOptions& given, const AutoPrecisionOp
   fo.precision = kFp32;
   const BuiltModel fp = build_model(fo);
   const double searched = r.drop;
-  r.drop = drop_of(compare_models(fp, b, nullptr, evaluation_inputs(a, fp.model->graph())).vs_fp32, a.metric);
+  r.drop = drop_of(compare_models(fp, b, nullptr, evaluation_inputs(a, fp.model->graph()), a.mask_threshold).vs_fp32,
+                   a.metric);
   r.met = r.drop <= a.max_drop;
   log_note("--precision auto: " + std::to_string(r.layers.size()) + " layers chosen in " +
            std::to_string(r.evaluations) + " evaluation(s); the built model's " + metric_name(a.metric) + " is " +

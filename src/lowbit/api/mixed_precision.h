@@ -19,11 +19,14 @@
 #include <vector>
 
 #include "lowbit/api/build.h"
+#include "lowbit/api/compare.h"
 #include "lowbit/api/sensitivity.h"
 
 namespace lowbit {
 
-enum class AccuracyMetric { cosine, top1, l2 };  // drop: 1 - cosine, 1 - top-1 agreement, relative L2
+// drop: 1 - cosine, 1 - top-1 agreement, relative L2, 1 - mask IoU (a detector's or segmenter's
+// output as a mask at AutoPrecisionOptions::mask_threshold: api/compare.h)
+enum class AccuracyMetric { cosine, top1, l2, iou };
 AccuracyMetric parse_accuracy_metric(const std::string& s);
 enum class PrecisionObjective { latency, size };
 PrecisionObjective parse_precision_objective(const std::string& s);
@@ -36,6 +39,7 @@ struct AutoPrecisionOptions {
   std::vector<std::vector<Tensor>> eval_inputs;  // empty: eval_samples seeded synthetic ones
   int eval_samples = 8;
   int timing_runs = 3;
+  float mask_threshold = kDefaultMaskThreshold;  // metric iou
 };
 
 struct AutoPrecisionResult {

@@ -180,16 +180,17 @@ Sensitivity analyze_sensitivity(const BuildOptions& o, const SensitivityOptions&
             const Value& val = m->graph().value(v);
             if (ref != ref_layer[i].end() && val.name == out_name) sqnr.add(ref->second, tv, val);
           });
-          add_output(agree, compare_output(ref_out[i], y.at(0)));
+          add_output(agree, compare_output(ref_out[i], y.at(0), s.mask_threshold));
         }
         finish_agreement(agree, static_cast<int>(eval.size()));
         at.cosine = agree.cosine_mean;
         at.rel_l2 = agree.rel_l2_mean;
         at.top1 = agree.top1;
+        at.mask_iou = agree.mask_iou_mean;
         at.sqnr_db = sqnr.db();
       } catch (const Error& e) {
         at.error = e.what();
-        at.cosine = 0, at.top1 = 0, at.rel_l2 = 1, at.sqnr_db = 0;
+        at.cosine = 0, at.top1 = 0, at.rel_l2 = 1, at.mask_iou = 0, at.sqnr_db = 0;
       }
       ls.at.push_back(std::move(at));
     }
@@ -224,7 +225,7 @@ nlohmann::json sensitivity_json(const Sensitivity& s) {
     nlohmann::json at = nlohmann::json::object();
     for (const LayerAt& a : l.at)
       at[a.precision] = {{"cosine", a.cosine},   {"rel_l2", a.rel_l2},
-                         {"top1_agreement", a.top1}, {"sqnr_db", a.sqnr_db},
+                         {"top1_agreement", a.top1}, {"mask_iou", a.mask_iou}, {"sqnr_db", a.sqnr_db},
                          {"weight_bytes", a.weight_bytes}, {"ms", a.ms},
                          {"kernel", a.kernel}};
     for (const LayerAt& a : l.at)

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lowbit/api/build.h"
+#include "lowbit/api/compare.h"
 
 namespace lowbit {
 
@@ -24,12 +25,13 @@ struct SensitivityOptions {
   std::vector<std::vector<Tensor>> eval_inputs;  // empty: eval_samples seeded synthetic ones
   int eval_samples = 8;
   int timing_runs = 5;  // per precision: the median of each step's time over these runs
+  float mask_threshold = kDefaultMaskThreshold;  // for the outputs' mask IoU (api/compare.h)
 };
 
 struct LayerAt {
   std::string precision;
   // The model's first output with only this layer (and its activation) quantized, against fp32.
-  double cosine = 1, rel_l2 = 0, top1 = 1;
+  double cosine = 1, rel_l2 = 0, top1 = 1, mask_iou = 1;
   double sqnr_db = 0;        // the layer's own quantized output against fp32 (999: exact)
   int64_t weight_bytes = 0;  // weights and bias as stored at this precision
   double ms = 0;             // the layer's steps, model quantized throughout at this precision
