@@ -24,25 +24,20 @@
 #include "lowbit/quant/quantize.h"
 #include "lowbit/quant/rounding.h"
 #include "small_models.h"
+#include "test_tensors.h"
 
 namespace lowbit {
 namespace {
 
 using ::testing::HasSubstr;
 
-Tensor random_tensor(Shape s, uint64_t seed, float scale = 1.0f) {
-  Tensor t(DType::f32, std::move(s));
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
-}
+using testutil::normal_tensor;
 
 // Inputs like a network's: channels that move together (one field shared by all channels, plus a
 // little noise of their own). With independent inputs (H a multiple of the identity) there is
 // nothing for the rounding to exploit.
 Tensor correlated_input(uint64_t seed) {
-  Tensor field = random_tensor({7, 9}, seed), t = random_tensor({2, 4, 7, 9}, seed + 1000, 0.3f);
+  Tensor field = normal_tensor({7, 9}, seed), t = normal_tensor({2, 4, 7, 9}, seed + 1000, 0.3f);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] += field.data<float>()[i % 63];
   return t;
 }
@@ -61,12 +56,12 @@ struct OddLayers {
     a.set("strides", std::vector<int64_t>{2, 1});
     a.set("dilations", std::vector<int64_t>{1, 2});
     a.set("pads", std::vector<int64_t>{1, 0, 1, 2});
-    g.add_node("Conv", "conv", {x, g.add_constant("w", random_tensor({6, 2, 3, 3}, 1))}, {c}, a);
+    g.add_node("Conv", "conv", {x, g.add_constant("w", normal_tensor({6, 2, 3, 3}, 1))}, {c}, a);
     g.add_node("Flatten", "flatten", {c}, {f});
     OH = (7 + 2 - 3) / 2 + 1, OW = (9 + 2 - 5) / 1 + 1;
     Attributes ga;
     ga.set("transB", int64_t{1});
-    g.add_node("Gemm", "fc", {f, g.add_constant("wf", random_tensor({5, 6 * OH * OW}, 2))}, {y}, ga);
+    g.add_node("Gemm", "fc", {f, g.add_constant("wf", normal_tensor({5, 6 * OH * OW}, 2))}, {y}, ga);
     g.outputs.push_back(y);
     validate(g);
   }
@@ -83,7 +78,7 @@ TEST(Rounding, StatsAreTheSecondMomentsOfEveryPatch) {
   OddLayers m;
   ASSERT_EQ(m.g.value(m.g.nodes[0].outputs[0]).shape, (Shape{2, 6, m.OH, m.OW}));
   auto model = compile_plain(m.g);
-  std::vector<std::vector<Tensor>> samples{{random_tensor({2, 4, 7, 9}, 10)}, {random_tensor({2, 4, 7, 9}, 11)}};
+  std::vector<std::vector<Tensor>> samples{{normal_tensor({2, 4, 7, 9}, 10)}, {normal_tensor({2, 4, 7, 9}, 11)}};
   const LayerInputs s = collect_layer_inputs(*model, samples, {"conv", "fc"}, 1 << 30);
   ASSERT_EQ(s.size(), 2u);
   // The conv: per group, the patch (c, kh, kw) of every output position, zero where it reads padding.
@@ -135,7 +130,7 @@ TEST(Rounding, PositionsAreCappedAndSpreadOverTheSamples) {
   OddLayers m;
   auto model = compile_plain(m.g);
   std::vector<std::vector<Tensor>> samples;
-  for (uint64_t i = 0; i < 3; ++i) samples.push_back({random_tensor({2, 4, 7, 9}, 20 + i)});
+  for (uint64_t i = 0; i < 3; ++i) samples.push_back({normal_tensor({2, 4, 7, 9}, 20 + i)});
   const LayerInputs s = collect_layer_inputs(*model, samples, {"conv"}, 10);
   EXPECT_EQ(s.at("conv").positions, 3 * 4);  // ceil(10 / 3) a sample
   EXPECT_THROW(collect_layer_inputs(*model, samples, {"flatten"}), Error);
@@ -210,7 +205,7 @@ TEST(Rounding, TheWalkLowersTheErrorItReportsAndKeepsNearestWhenItCannot) {
   EXPECT_FALSE(r.applied);
   EXPECT_EQ(std::memcmp(codes.raw(), nearest.raw(), static_cast<size_t>(codes.nbytes())), 0);
   // Stats of another layer are refused.
-  EXPECT_THROW(round_weights_gptq(random_tensor({6, 3, 3, 3}, 3), q, DType::i4, DType::i4, st, codes), Error);
+  EXPECT_THROW(round_weights_gptq(normal_tensor({6, 3, 3, 3}, 3), q, DType::i4, DType::i4, st, codes), Error);
 }
 
 // The same stats, codes and bias shifts on every CPU: the loops are multi-versioned (AVX-512,

@@ -84,7 +84,8 @@ LOWBIT_API void lowbit_options_free(lowbit_options* options);
  * threads, input_shape (name=1x3x224x224, once per input), calibration (minmax, percentile,
  * entropy, mse, auto), calibration_samples, calibration_folder (a folder of .npy / PNG / JPEG samples), mean
  * and std (R,G,B), resize (stretch, pad), on_slow (fp32, error, allow), keep_8bit, mode,
- * weight_scale, group_size, optimize and autotune (true, false), max_memory (16G, 512M, bytes). */
+ * weight_scale, group_size, rounding (nearest, gptq), equalize, optimize and autotune (true, false),
+ * max_memory (16G, 512M, bytes). */
 LOWBIT_API lowbit_status* lowbit_options_set(lowbit_options* options, const char* key, const char* value);
 
 /* ---- sessions ------------------------------------------------------------------------- */

@@ -37,8 +37,8 @@ class InferenceSession:
     ``calibration_data`` or seeded synthetic inputs). ``threads``: threads inside operators (None:
     all cores). Options: ``input_shapes`` ({name: shape}), ``calibration`` (minmax, percentile,
     entropy, mse, auto), ``calibration_data``, ``calibration_samples``, ``on_slow`` (fp32, error, allow),
-    ``keep_8bit``, ``mode``, ``weight_scale``, ``group_size``, ``max_memory``, ``optimize``,
-    ``autotune``.
+    ``keep_8bit``, ``mode``, ``weight_scale``, ``group_size``, ``rounding``, ``equalize``,
+    ``max_memory``, ``optimize``, ``autotune``.
     """
 
     def __init__(self, model, precision="fp32", target="host", threads=None, **options):

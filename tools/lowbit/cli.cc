@@ -52,6 +52,9 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
                  "weight codes: nearest, or gptq (chosen against each layer's calibration inputs, with bias "
                  "correction; for 4 bits and below above all: docs/accuracy.md)")
       ->check(CLI::IsMember({"nearest", "gptq"}));
+  cmd.add_flag("--equalize", o.equalize,
+               "cross-layer equalization: a Conv (+ ReLU) -> Conv pair's channels rescaled to balance activation and "
+               "weight ranges, pair by pair where the readers' measured error drops (docs/accuracy.md)");
   cmd.add_flag("--no-optimize", o.no_optimize, "skip BN folding and fusion (debugging)");
   cmd.add_option("--calibration", o.calibration,
                  "activation ranges: minmax, percentile, entropy, mse, or auto (per tensor, whichever codes it with the "
@@ -90,6 +93,7 @@ QuantizeOptions quantize_options(const ModelOptions& o) {
   q.layer_precision = parse_layer_precisions(o.layer_precision);
   q.group_size = o.group_size;
   q.rounding = parse_rounding(o.rounding);
+  q.equalize = o.equalize;
   return q;
 }
 

@@ -37,6 +37,7 @@ struct ModelOptions {
   std::string weight_scale = "auto";
   int group_size = 0;
   std::string rounding = "nearest";
+  bool equalize = false;
   bool autotune = false;
   std::string max_memory;  // empty: the machine's physical memory
 };

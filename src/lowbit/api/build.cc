@@ -1,5 +1,7 @@
 #include "lowbit/api/build.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "lowbit/artifact/artifact.h"
@@ -69,6 +71,13 @@ static QuantizationStart start_from_graph(const BuildOptions& o, Graph g, const 
   }
   if (q.samples.empty() && !o.calibration_folder.empty())
     q.samples = load_samples(o.calibration_folder, fp32->graph(), q.synthetic_samples, o.preprocess);
+  if (q.equalize) {  // the fp32 model the quantizer then starts from is the equalized one
+    Graph eq = st.fp32->graph();
+    st.equalized = equalize_layers(*st.fp32, calibration_samples(eq, q), q, eq);
+    log_note(describe_equalization(st.equalized));
+    if (std::any_of(st.equalized.begin(), st.equalized.end(), [](const EqualizedPair& p) { return p.applied(); }))
+      st.fp32 = CompiledModel::compile(std::move(eq), fopts);
+  }
   return st;
 }
 

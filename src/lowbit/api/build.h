@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lowbit/io/image.h"
+#include "lowbit/quant/equalize.h"
 #include "lowbit/quant/guard.h"
 #include "lowbit/quant/precision.h"
 #include "lowbit/quant/quantize.h"
@@ -56,7 +57,8 @@ struct BuiltModel {
 // calibration samples in input order, and the compile options for the target. build_model
 // quantizes from it once; analyses that quantize one model many ways (api/sensitivity.h) reuse it.
 struct QuantizationStart {
-  std::unique_ptr<CompiledModel> fp32;
+  std::unique_ptr<CompiledModel> fp32;  // equalized first when quantize.equalize (quant/equalize.h)
+  std::vector<EqualizedPair> equalized;
   QuantizeOptions quantize;  // o.quantize with precision = o.precision and the samples
   CompileOptions compile;    // o.compile for o.target (or the host)
 };

@@ -51,7 +51,7 @@ const std::vector<std::string>& build_option_keys() {
   static const std::vector<std::string> keys = {
       "precision", "target", "threads",  "input_shape", "calibration", "calibration_samples", "calibration_folder",
       "mean",      "std",    "resize",   "on_slow",     "keep_8bit",   "mode",                "weight_scale",
-      "group_size", "optimize", "autotune", "max_memory", "layer_precision", "rounding"};
+      "group_size", "optimize", "autotune", "max_memory", "layer_precision", "rounding", "equalize"};
   return keys;
 }
 
@@ -86,6 +86,8 @@ void set_build_option(BuildOptions& o, const std::string& key, const std::string
     o.quantize.layer_precision = parse_layer_precisions(v);
   } else if (key == "rounding") {
     o.quantize.rounding = parse_rounding(v);
+  } else if (key == "equalize") {
+    o.quantize.equalize = parse_bool(key, v);
   } else if (key == "mode") {
     o.quantize.mode = parse_storage_mode(v);
   } else if (key == "weight_scale") {

@@ -22,6 +22,7 @@ namespace lowbit {
 //   resize              stretch | pad
 //   on_slow             fp32 | error | allow
 //   keep_8bit, mode, weight_scale, group_size, rounding   sub-byte options (quant/quantize.h)
+//   equalize            true | false: cross-layer equalization where it measures better (quant/equalize.h)
 //   optimize, autotune  true | false
 //   max_memory          16G, 512M or bytes
 void set_build_option(BuildOptions& o, const std::string& key, const std::string& value);

@@ -4,7 +4,7 @@
 // setenv() before loading lowbit, and getenv() racing a setenv() elsewhere is undefined.
 //   LOWBIT_ISA      set_isa_cap        cap the detected CPU features: generic|sse41|avx2|avx512|...
 //   LOWBIT_CACHES   set_cache_override cache sizes for blocking: l1d=48K,l2=2M[,l3=...]
-//   LOWBIT_VERBOSE  set_verbose        traces to the log sink: dispatch, qdq, rounding, calibration (comma-separated)
+//   LOWBIT_VERBOSE  set_verbose        traces to the log sink: dispatch, qdq, rounding, calibration, equalize (comma-separated)
 // Changes apply to models compiled afterwards; compiled models keep what they were built with.
 #include <string>
 

@@ -654,8 +654,8 @@ Graph quantize_graph(const Graph& g, const std::vector<Range>& ranges, const Qua
   return Rewriter(g, ranges, opts).run(opts.keep_fp32);
 }
 
-// The seeded synthetic samples calibration runs when the options have none.
-static std::vector<std::vector<Tensor>> synthetic_samples(const Graph& g, const QuantizeOptions& opts) {
+std::vector<std::vector<Tensor>> calibration_samples(const Graph& g, const QuantizeOptions& opts) {
+  if (!opts.samples.empty()) return opts.samples;
   std::vector<std::vector<Tensor>> synthetic;
   for (int i = 0; i < opts.synthetic_samples; ++i) synthetic.push_back(synthetic_inputs(g, opts.seed + static_cast<uint64_t>(i)));
   return synthetic;
@@ -680,7 +680,7 @@ std::vector<Range> calibrate_model(CompiledModel& fp32, const QuantizeOptions& o
     }
   }
   if (!opts.samples.empty()) return calibrate(fp32, opts.samples, opts.method, opts.progress, per_value);
-  return calibrate(fp32, synthetic_samples(fp32.graph(), opts), opts.method, opts.progress, per_value);
+  return calibrate(fp32, calibration_samples(fp32.graph(), opts), opts.method, opts.progress, per_value);
 }
 
 void prepare_rounding(CompiledModel& fp32, QuantizeOptions& given, bool every_layer) {
@@ -694,7 +694,7 @@ void prepare_rounding(CompiledModel& fp32, QuantizeOptions& given, bool every_la
     if (every_layer || (!opts.keep_fp32.count(n->name) && code != DType::b1)) nodes.insert(n->name);
   }
   auto state = std::make_shared<RoundingState>();
-  state->inputs = opts.samples.empty() ? collect_layer_inputs(fp32, synthetic_samples(g, opts), nodes)
+  state->inputs = opts.samples.empty() ? collect_layer_inputs(fp32, calibration_samples(g, opts), nodes)
                                        : collect_layer_inputs(fp32, opts.samples, nodes);
   given.rounding_state = std::move(state);
 }

@@ -61,6 +61,9 @@ struct QuantizeOptions {
   // also keeps what each layer's rounding chose and measured.
   Rounding rounding = Rounding::nearest;
   std::shared_ptr<RoundingState> rounding_state;
+  // Cross-layer equalization (quant/equalize.h) of the fp32 graph before calibration, pair by pair
+  // where the readers' measured error drops; done where quantizing starts (api/build.h).
+  bool equalize = false;
 };
 
 // For --rounding gptq: the input stats of every Conv / Gemm whose weights get (non-binary) codes,
@@ -76,6 +79,9 @@ Precision node_precision(const std::string& node, const QuantizeOptions& opts, c
 // Rewrites `fp32.graph()` (already validated and optimised) into a quantized graph. The result
 // is not yet validated; compile it with CompiledModel::compile.
 Graph quantize_model(CompiledModel& fp32, const QuantizeOptions& opts);
+
+// The samples calibration runs on: the options' own, else opts.synthetic_samples seeded ones.
+std::vector<std::vector<Tensor>> calibration_samples(const Graph& g, const QuantizeOptions& opts);
 
 // Calibration with the options' samples (or seeded synthetic ones); each activation's range is
 // chosen for the code width it will have (activation_widths).
