@@ -147,7 +147,8 @@ LOWBIT_API lowbit_status* lowbit_session_run(const lowbit_session* session, cons
  * package's inspect() and `lowbit bench --json`:
  *  explain: per node the chosen kernel and every rejected candidate with its reason;
  *  inspect: the graph after passes, sizes (weights, peak activations), MACs, the guard's findings;
- *  benchmark: `runs` timed runs on synthetic inputs after `warmup` untimed ones (latency stats). */
+ *  benchmark: `runs` timed runs on synthetic inputs after `warmup` untimed ones: the keys of
+ *  `lowbit bench --json` (init_ms, first_run_ms, latency percentiles to p999; single-stream). */
 LOWBIT_API lowbit_status* lowbit_session_explain(const lowbit_session* session, char** json_out);
 LOWBIT_API lowbit_status* lowbit_session_inspect(const lowbit_session* session, char** json_out);
 LOWBIT_API lowbit_status* lowbit_session_benchmark(const lowbit_session* session, int runs, int warmup,

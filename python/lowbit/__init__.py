@@ -70,9 +70,12 @@ class InferenceSession:
         slow nodes, and a row per node (op, shapes, dtypes, output quantization, MACs, weight bytes)."""
         return self._s.inspect()
 
-    def benchmark(self, runs=100, warmup=10):
-        """Times the model on synthetic inputs: the keys of ``lowbit bench --json``."""
-        return self._s.benchmark(runs, warmup)
+    def benchmark(self, runs=100, warmup=10, scenario="single-stream", requests=0, streams=0):
+        """Times the model on synthetic inputs: the keys of ``lowbit bench --json`` (init_ms: making the
+        session; first_run_ms; latency percentiles up to p999). ``scenario="offline"``: ``requests`` (default
+        ``runs``) issued at once to ``streams`` callers (default: the cores over the session's threads),
+        reported as throughput_per_s too, as MLPerf's Offline scenario."""
+        return self._s.benchmark(runs, warmup, scenario, requests, streams)
 
     def save(self, path):
         """Writes the compiled model as a .lbm artifact (loads anywhere a model is taken)."""

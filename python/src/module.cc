@@ -223,15 +223,19 @@ class Session {
   // Sizes and the plan: api/describe.h's inspect_json.
   py::object inspect() const { return json_to_python(inspect_json(built_, name_)); }
 
-  py::object benchmark(int runs, int warmup) {
-    if (runs < 1 || warmup < 0) throw py::value_error("benchmark: runs >= 1 and warmup >= 0");
+  py::object benchmark(int runs, int warmup, const std::string& scenario, int requests, int streams) {
+    if (runs < 1 || warmup < 0 || requests < 0 || streams < 0)
+      throw py::value_error("benchmark: runs >= 1, warmup, requests and streams >= 0");
     const std::vector<Tensor> in = synthetic_inputs(graph(), 42);
-    std::vector<double> ms;
+    BenchOptions o;
+    o.runs = runs, o.warmup = warmup, o.requests = requests, o.streams = streams;
+    o.scenario = parse_bench_scenario(scenario);
+    BenchResult r;
     {
       py::gil_scoped_release nogil;
-      ms = time_runs(*built_.model, in, warmup, runs);
+      r = run_benchmark(*built_.model, in, o);
     }
-    return json_to_python(bench_summary(*built_.model, name_, built_.precision, warmup, runs, latency_stats(ms)));
+    return json_to_python(bench_summary(*built_.model, name_, built_.precision, o, r, built_.build_ms));
   }
 
   void save(const std::string& path) const {
@@ -275,7 +279,8 @@ PYBIND11_MODULE(_lowbit, m) {
       .def("run", &Session::run, py::arg("output_names"), py::arg("input_feed"))
       .def("explain", &Session::explain)
       .def("inspect", &Session::inspect)
-      .def("benchmark", &Session::benchmark, py::arg("runs") = 100, py::arg("warmup") = 10)
+      .def("benchmark", &Session::benchmark, py::arg("runs") = 100, py::arg("warmup") = 10,
+           py::arg("scenario") = "single-stream", py::arg("requests") = 0, py::arg("streams") = 0)
       .def("save", &Session::save, py::arg("path"))
       .def_property_readonly("precision", &Session::precision)
       .def_property_readonly("_contexts", &Session::contexts);

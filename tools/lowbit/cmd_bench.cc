@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <string>
 
 #include "cli.h"
 #include "lowbit/api/bench.h"
@@ -24,6 +25,8 @@ void register_bench(CLI::App& app) {
     std::string json;
     bool profile = false;
     std::string against;
+    std::string scenario = "single-stream";
+    int batch = 0, streams = 0;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("bench", "time a model: warm-ups, then timed runs (mean, median, p90, p99)");
@@ -35,53 +38,58 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--against", o->against,
                   "also time this model (same precision and options) alternating with MODEL, and print the "
                   "ratio: resnet18-binary --precision int8 --against resnet18");
+  cmd->add_option("--scenario", o->scenario,
+                  "single-stream: one request at a time, latency (MLPerf SingleStream, onnxruntime_perf_test); "
+                  "offline: --batch requests at once to --streams callers sharing the model, throughput (MLPerf Offline)")
+      ->check(CLI::IsMember({"single-stream", "offline"}));
+  cmd->add_option("--batch", o->batch, "offline: requests in the batch (default --runs)")->check(CLI::PositiveNumber);
+  cmd->add_option("--streams", o->streams, "offline: concurrent callers (default: the cores over --threads)")
+      ->check(CLI::PositiveNumber);
   cmd->callback([o] {
     BuiltModel built = build_model(o->m);
     auto& model = built.model;
     const std::string precision = built.precision;
     const Graph& g = model->graph();
     auto in = random_inputs(g);
-    for (int i = 0; i < o->warmup; ++i) model->run(in);
-    std::vector<double> ms;
-    std::map<NodeId, double> layer_ms;
-    std::vector<LayerTiming> timings;
-    for (int i = 0; i < o->runs; ++i) {
-      auto t0 = std::chrono::steady_clock::now();
-      if (o->profile) {
-        model->run_profiled(in, timings);
-        for (auto& t : timings) layer_ms[t.node] += t.ms;
-      } else {
-        model->run(in);
-      }
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    LatencyStats s = latency_stats(ms);
+    BenchOptions bo;
+    bo.scenario = parse_bench_scenario(o->scenario);
+    bo.warmup = o->warmup, bo.runs = o->runs, bo.requests = o->batch, bo.streams = o->streams;
+    bo.profile = o->profile;
+    if (o->profile && bo.scenario != BenchScenario::single_stream) throw Error("--profile times single-stream runs");
+    const BenchResult r = run_benchmark(*model, in, bo);
+    const LatencyStats& s = r.stats;
     const int64_t macs = model_macs(*model);
     std::printf("model %s  precision %s  target %s [%s]  threads %d\ncaches %s\n", o->m.model.c_str(),
                 precision.c_str(), model->target().name.c_str(), model->target().feature_string().c_str(),
                 model->threads(), model->target().caches.to_string().c_str());
-    std::printf("compile %.0f ms  weights %s (kernel layouts %s)  peak activations %s  %.2f GMACs\n",
-                model->compile_ms(), human_bytes(model->weight_bytes()).c_str(),
-                human_bytes(model->kernel_weight_bytes()).c_str(), human_bytes(model->peak_activation_bytes()).c_str(),
-                static_cast<double>(macs) / 1e9);
+    std::printf("init %.0f ms (load, quantize, compile; compile alone %.0f ms)  first run %.2f ms\n", built.build_ms,
+                model->compile_ms(), r.first_run_ms);
+    std::printf("weights %s (kernel layouts %s)  peak activations %s  %.2f GMACs\n",
+                human_bytes(model->weight_bytes()).c_str(), human_bytes(model->kernel_weight_bytes()).c_str(),
+                human_bytes(model->peak_activation_bytes()).c_str(), static_cast<double>(macs) / 1e9);
     if (const int pre = model->prepacked_kernels())
       std::printf("prepacked: %d kernel(s) read their weights in place from the artifact (quantize --prepack)\n", pre);
-    std::printf("%d warm-up + %d timed runs: mean %.2f ms  median %.2f ms  p90 %.2f ms  p99 %.2f ms  min %.2f ms  "
-                "stddev %.2f ms  (%.1f GFLOP/s at the median)\n",
-                o->warmup, o->runs, s.mean, s.median, s.p90, s.p99, s.min, s.stddev,
-                2.0 * static_cast<double>(macs) / (s.median * 1e6));
+    if (r.scenario == BenchScenario::offline)
+      std::printf("offline: %d requests on %d stream(s) of %d thread(s) after %d warm-up(s): %.1f requests/s (%.0f ms in "
+                  "all); per request median %.2f ms  p90 %.2f ms  p99 %.2f ms\n",
+                  r.requests, r.streams, model->threads(), o->warmup, r.throughput, r.wall_ms, s.median, s.p90, s.p99);
+    else
+      std::printf("%d warm-up + %d timed runs: mean %.2f ms  median %.2f ms  p90 %.2f ms  p95 %.2f ms  p99 %.2f ms  "
+                  "p99.9 %.2f ms  min %.2f ms  stddev %.2f ms  (%.1f GFLOP/s at the median)\n",
+                  o->warmup, o->runs, s.mean, s.median, s.p90, s.p95, s.p99, s.p999, s.min, s.stddev,
+                  2.0 * static_cast<double>(macs) / (s.median * 1e6));
     nlohmann::json layers = nlohmann::json::array();
     if (o->profile) {
-      std::vector<std::pair<NodeId, double>> rows(layer_ms.begin(), layer_ms.end());
+      std::vector<std::pair<NodeId, double>> rows(r.node_ms.begin(), r.node_ms.end());
       std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second > b.second; });
       double total = 0;
-      for (auto& r : rows) total += r.second;
+      for (auto& row : rows) total += row.second;
       std::printf("\n%-34s %-18s %-36s %9s %6s %10s %9s\n", "node", "op", "kernel", "ms", "%", "MMACs", "GFLOP/s");
       for (auto& [nid, sum] : rows) {
         const Step& st = *std::find_if(model->steps().begin(), model->steps().end(),
                                        [&](const Step& x) { return x.node == nid; });
         const Node& n = g.nodes[static_cast<size_t>(nid)];
-        double avg = sum / o->runs;
+        const double avg = sum;  // per request
         double gf = st.macs ? 2.0 * static_cast<double>(st.macs) / (avg * 1e6) : 0.0;
         std::printf("%-34.34s %-18.18s %-36.36s %9.3f %6.1f %10.1f %9.1f\n", n.name.c_str(), n.op.c_str(),
                     st.choice.chosen->name.c_str(), avg, 100.0 * sum / total, static_cast<double>(st.macs) / 1e6, gf);
@@ -160,7 +168,7 @@ void register_bench(CLI::App& app) {
                   human_bytes(model->weight_bytes()).c_str(), human_bytes(other->weight_bytes()).c_str());
     }
     if (!o->json.empty()) {
-      nlohmann::json j = bench_summary(*model, o->m.model, precision, o->warmup, o->runs, s);
+      nlohmann::json j = bench_summary(*model, o->m.model, precision, bo, r, built.build_ms);
       if (o->profile) j["layers"] = layers;
       if (!vs_fp32.is_null()) j["vs_fp32"] = vs_fp32;
       if (!vs_int8.is_null()) j["vs_int8"] = vs_int8;

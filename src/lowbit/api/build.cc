@@ -1,6 +1,7 @@
 #include "lowbit/api/build.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include <nlohmann/json.hpp>
 
@@ -87,7 +88,16 @@ QuantizationStart start_quantization(const BuildOptions& o) {
   return start_from_graph(o, load_source(o), target_compile_options(o));
 }
 
+static BuiltModel build(const BuildOptions& o);
+
 BuiltModel build_model(const BuildOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  BuiltModel b = build(o);
+  b.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return b;
+}
+
+static BuiltModel build(const BuildOptions& o) {
   CompileOptions opts = target_compile_options(o);
   BuiltModel b;
   if (o.model_bytes.empty() && is_artifact_file(o.model)) {

@@ -50,6 +50,9 @@ struct BuiltModel {
   // Conv / Gemm nodes at a precision other than `precision`, and why: kept 8-bit (stem,
   // classifier), --layer-precision, or the mixed-precision search.
   std::map<std::string, std::pair<std::string, std::string>> layer_precision;  // node -> (precision, why)
+  // What making it took: load, quantize (calibration included) and compile, in ms: the "init" a
+  // benchmark reports beside steady-state latency (onnxruntime_perf_test's session creation).
+  double build_ms = 0;
 };
 
 // Where quantizing starts: the fp32 model compiled on the host for calibration (activations not

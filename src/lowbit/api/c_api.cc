@@ -320,8 +320,10 @@ lowbit_status* lowbit_session_benchmark(const lowbit_session* s, int runs, int w
   return report(s, json_out, "lowbit_session_benchmark", [&] {
     require(runs >= 1 && warmup >= 0, "lowbit_session_benchmark: runs >= 1 and warmup >= 0");
     const std::vector<Tensor> in = synthetic_inputs(s->built.model->graph(), 42);
-    const std::vector<double> ms = time_runs(*s->built.model, in, warmup, runs);
-    return bench_summary(*s->built.model, s->name, s->built.precision, warmup, runs, latency_stats(ms));
+    BenchOptions o;
+    o.runs = runs, o.warmup = warmup;
+    return bench_summary(*s->built.model, s->name, s->built.precision, o, run_benchmark(*s->built.model, in, o),
+                         s->built.build_ms);
   });
 }
 
