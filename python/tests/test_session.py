@@ -132,10 +132,16 @@ def test_rounding_keyword_reaches_the_quantizer(tmp_path):
 def test_benchmark_has_the_cli_json_keys():
     sess = lowbit.InferenceSession("resnet18", input_shapes=SHAPE, threads=1)
     r = sess.benchmark(runs=3, warmup=1)
-    for key in ("model", "precision", "target", "threads", "runs", "mean_ms", "median_ms", "p90_ms", "p99_ms",
-                "min_ms", "max_ms", "macs", "weight_bytes", "peak_activation_bytes"):
+    for key in ("model", "precision", "target", "threads", "runs", "mean_ms", "median_ms", "p90_ms", "p95_ms",
+                "p99_ms", "p999_ms", "min_ms", "max_ms", "macs", "weight_bytes", "peak_activation_bytes", "init_ms",
+                "first_run_ms", "scenario", "throughput_per_s"):
         assert key in r, key
-    assert r["runs"] == 3 and r["median_ms"] > 0
+    assert r["runs"] == 3 and r["median_ms"] > 0 and r["init_ms"] > 0 and r["scenario"] == "single-stream"
+    off = sess.benchmark(runs=4, warmup=0, scenario="offline", streams=2)
+    assert off["scenario"] == "offline" and off["requests"] == 4 and off["streams"] == 2
+    assert off["throughput_per_s"] > 0
+    with pytest.raises(lowbit.Error, match="unknown scenario"):
+        sess.benchmark(scenario="server")
 
 
 class Reader:
