@@ -19,10 +19,9 @@
 #include "lowbit/dispatch/registry.h"
 #include "lowbit/ir/op_schema.h"
 #include "lowbit/kernels/f32-gemm/f32_gemm.h"
+#include "lowbit/microbench/loops.h"
 #include "lowbit/runtime/thread_pool.h"
 
-float f32_fma_peak_loop__avx2(int64_t iters);
-float f32_fma_peak_loop__avx512(int64_t iters);
 
 namespace {
 
@@ -50,7 +49,7 @@ double measure_peak(bool zmm) {
   double s = 1e30;
   for (int burst = 0; burst < 10; ++burst)
     s = std::min(s, min_seconds(
-                        [&] { sink = sink + (zmm ? f32_fma_peak_loop__avx512 : f32_fma_peak_loop__avx2)(iters); },
+                        [&] { sink = sink + (zmm ? lowbit::microbench::f32_fma_zmm_loop : lowbit::microbench::f32_fma_ymm_loop)(iters); },
                         10, 0.02));
   return static_cast<double>(iters) * 12 * (zmm ? 16 : 8) * 2 / s / 1e9;
 }

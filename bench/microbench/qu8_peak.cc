@@ -16,11 +16,9 @@
 #include <vector>
 
 #include "lowbit/kernels/qu8-gemm/qu8_gemm.h"
+#include "lowbit/microbench/loops.h"
 #include "lowbit/target/target.h"
 
-int64_t qu8_dot_peak_loop__avx2(int64_t iters);        // 12 x vpmaddwd + vpaddd per iteration
-int64_t qu8_dot_peak_loop__avxvnni(int64_t iters);     // 12 x vpdpbusd ymm
-int64_t qu8_dot_peak_loop__avx512vnni(int64_t iters);  // 16 x vpdpbusd zmm
 
 namespace {
 
@@ -93,13 +91,13 @@ int main() {
   };
   const bool vnni512 = t.has(Feature::avx512f) && t.has(Feature::avx512bw) && t.has(Feature::avx512vnni);
   const Isa isas[] = {
-      {"avx512vnni (vpdpbusd zmm)", vnni512, qu8_dot_peak_loop__avx512vnni, 16 * 64,
+      {"avx512vnni (vpdpbusd zmm)", vnni512, lowbit::microbench::qu8_vpdpbusd_zmm_loop, 16 * 64,
        {&lowbit::qu8_gemm_kernels_avx512vnni(), &lowbit::qu8_gemm_kernels_avx512vnni_8x32(),
         &lowbit::qu8_gemm_kernels_avx512vnni_8x48(), &lowbit::qu8_gemm_kernels_avx512vnni_8x32(4),
         &lowbit::qu8_gemm_kernels_avx512vnni_8x32(2), &lowbit::qu8_gemm_kernels_avx512vnni_8x48(4)}},
-      {"avxvnni (vpdpbusd ymm)", t.has(Feature::avxvnni), qu8_dot_peak_loop__avxvnni, 12 * 32,
+      {"avxvnni (vpdpbusd ymm)", t.has(Feature::avxvnni), lowbit::microbench::qu8_vpdpbusd_ymm_loop, 12 * 32,
        {&lowbit::qu8_gemm_kernels_avxvnni()}},
-      {"avx2 (vpmaddwd ymm)", true, qu8_dot_peak_loop__avx2, 12 * 16, {&lowbit::qu8_gemm_kernels_avx2()}},
+      {"avx2 (vpmaddwd ymm)", true, lowbit::microbench::qu8_vpmaddwd_ymm_loop, 12 * 16, {&lowbit::qu8_gemm_kernels_avx2()}},
   };
   for (const Isa& isa : isas) {
     if (!isa.present) {

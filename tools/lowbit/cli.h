@@ -69,5 +69,6 @@ void register_export(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_compare(CLI::App& app);
 void register_sensitivity(CLI::App& app);
+void register_microbench(CLI::App& app);
 
 }  // namespace lowbit::cli
