@@ -6,7 +6,7 @@
 set -euo pipefail
 pkgs=(g++ cmake ninja-build pkg-config libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
       libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libsimde-dev
-      python3-numpy python3-torch python3-torchvision python3-onnx binutils nodejs npm libstb-dev imagemagick
+      python3-numpy python3-torch python3-torchvision python3-onnx binutils nodejs npm libstb-dev imagemagick chromium
       fonts-dejavu-core g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user
       pybind11-dev python3-dev python3-pytest python3-pip python3-setuptools
       "$@")

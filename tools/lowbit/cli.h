@@ -70,5 +70,6 @@ void register_quantize(CLI::App& app);
 void register_compare(CLI::App& app);
 void register_sensitivity(CLI::App& app);
 void register_microbench(CLI::App& app);
+void register_report(CLI::App& app);
 
 }  // namespace lowbit::cli

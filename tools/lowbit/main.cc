@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   lowbit::cli::register_compare(app);
   lowbit::cli::register_sensitivity(app);
   lowbit::cli::register_microbench(app);
+  lowbit::cli::register_report(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
