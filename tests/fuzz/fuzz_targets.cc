@@ -20,10 +20,26 @@
 namespace lowbit::fuzz {
 namespace {
 
-// Runs stay cheap so that a fuzzer spends its time on parsing and validation, not on convolutions:
-// models over these bounds are compiled (plans, packing) but not run.
+// Runs stay cheap so that a fuzzer spends its time on parsing and validation, not on convolutions
+// or per-element reference loops: models over these bounds are compiled (plans, packing) but not run.
 constexpr int64_t kMaxRunMacs = 20'000'000;
 constexpr int64_t kMaxArenaBytes = 64 << 20;
+// Elements the steps write, over all of them: the reference kernels of ops without MACs (Resize,
+// Pad, Tile) cost per element, and a Resize writing a 64 MiB output took 24 s under ASan and
+// coverage (a fuzz_onnx timeout, tests/fuzz/findings/onnx/), not a hang but most of a run's budget.
+constexpr int64_t kMaxRunElements = 4'000'000;
+
+int64_t written_elements(const CompiledModel& m) {
+  int64_t n = 0;
+  for (const Step& s : m.steps())
+    for (ValueId v : m.graph().nodes[static_cast<size_t>(s.node)].outputs) {
+      if (v == kNoValue) continue;
+      int64_t e = 1;
+      for (int64_t d : m.graph().value(v).shape) e = d > 0 && e < (int64_t{1} << 40) ? e * d : e;
+      n += e;
+    }
+  return n;
+}
 
 // The readers take paths (they map or stream files): each input goes through one file per
 // process, rewritten every time, in shared memory where there is some.
@@ -48,7 +64,7 @@ void compile_and_run(Graph g) {
   o.threads = 1;
   o.max_memory = kMaxArenaBytes;
   auto m = CompiledModel::compile(std::move(g), o);
-  if (model_macs(*m) > kMaxRunMacs) return;
+  if (model_macs(*m) > kMaxRunMacs || written_elements(*m) > kMaxRunElements) return;
   m->run(synthetic_inputs(m->graph(), 1));
 }
 
