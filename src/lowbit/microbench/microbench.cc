@@ -181,11 +181,16 @@ MicrobenchResult run_microbench(const MicrobenchOptions& o) {
   if (best_of("fp32", false) > 0) r.int8_over_fp32_simd = best_of("int8", false) / best_of("fp32", false);
   if (o.bandwidth && wanted("baseline")) {
     const CacheSizes& c = host.caches;
-    std::vector<std::pair<std::string, int64_t>> levels = {{"L1", c.l1d / 2}, {"L2", c.l2 / 2}};
-    if (c.l3 > 0) levels.push_back({"L3", std::min<int64_t>(c.l3 / 2, int64_t{64} << 20)});
+    // Under emulation every level is capped (qemu reads 32 MB as slowly as it reads 32 KB, and a
+    // full-size DRAM pass would take minutes); the L3 cap stays below the DRAM one, or the L3 pass
+    // read past a buffer sized for DRAM (a 260 MB L3 under qemu: 64 MB read from 32 MB).
+    const int64_t cap = r.emulated.empty() ? int64_t{64} << 20 : int64_t{16} << 20;
+    std::vector<std::pair<std::string, int64_t>> levels = {{"L1", c.l1d / 2}, {"L2", std::min(c.l2 / 2, cap)}};
+    if (c.l3 > 0) levels.push_back({"L3", std::min(c.l3 / 2, cap)});
     const int64_t dram = std::max<int64_t>(4 * c.l3, int64_t{o.quick ? 64 : 256} << 20);
-    levels.push_back({"DRAM", r.emulated.empty() ? dram : int64_t{32} << 20});
-    const int64_t largest = levels.back().second;
+    levels.push_back({"DRAM", r.emulated.empty() ? dram : 2 * cap});
+    int64_t largest = 0;
+    for (const auto& [level, bytes] : levels) largest = std::max(largest, bytes);
     std::unique_ptr<uint64_t[]> buf(new uint64_t[static_cast<size_t>(largest / 8)]);
     for (int64_t i = 0; i < largest / 8; ++i) buf[static_cast<size_t>(i)] = static_cast<uint64_t>(i);
     for (auto& [level, raw] : levels) {
