@@ -8,6 +8,13 @@ namespace {
 // How long a thread spins for the next event before blocking: long enough to bridge the gap
 // between two operators, short enough not to burn a core when the model is idle.
 constexpr auto kSpin = std::chrono::microseconds(200);
+// Blocked waits re-check their condition this often even without a notification. Every wake-up is
+// sent under the lock, so none should be lost; but CI's AArch64 stage under qemu-user once hung in
+// every test that ran a 2-thread pool (and in no 1-thread one), on a host where the same build and
+// tests pass here. A lost wake-up now costs milliseconds, not the run. An idle worker wakes 100
+// times a second to look (a few microseconds each); the caller, waiting inside a job, 500.
+constexpr auto kRecheckIdle = std::chrono::milliseconds(10);
+constexpr auto kRecheckJob = std::chrono::milliseconds(2);
 
 inline void cpu_relax() {
 #if defined(__x86_64__)
@@ -72,7 +79,8 @@ void ThreadPool::parallel_for(int64_t tasks, const std::function<void(int64_t, i
   run_shares(fn, 0);
   if (!spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; })) {
     std::unique_lock<std::mutex> lk(mu_);
-    cv_done_.wait(lk, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+    while (!cv_done_.wait_for(lk, kRecheckJob, [this] { return pending_.load(std::memory_order_acquire) == 0; })) {
+    }
   }
 }
 
@@ -91,7 +99,8 @@ void ThreadPool::worker_loop(int index) {
     auto ready = [&] { return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen; };
     if (!spin_until(ready)) {
       std::unique_lock<std::mutex> lk(mu_);
-      cv_start_.wait(lk, ready);
+      while (!cv_start_.wait_for(lk, kRecheckIdle, ready)) {
+      }
     }
     const std::function<void(int64_t, int)>* job;
     {
