@@ -1,6 +1,7 @@
 // QuantizeLinear / DequantizeLinear fast kernels against the reference, byte for byte: rounding
 // ties (half to even), the saturation bounds, NaN and infinities, subnormals, every length mod 32,
-// zero points 0 / 128 / 255, 1 and 2 threads. Also which nodes the kernels decline.
+// zero points 0 / 128 / 255, 1 and 2 threads, on every row of the dispatch table the host runs
+// (AVX2 on x86-64, NEON on AArch64). Also which nodes the kernels decline.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,11 +9,11 @@
 #include <limits>
 #include <random>
 
+#include "lowbit/dispatch/registry.h"
 #include "lowbit/kernels/reference/reference.h"
 #include "lowbit/operators/quantize_u8.h"
 #include "lowbit/target/target.h"
 
-#if defined(__x86_64__)  // the QuantizeLinear / DequantizeLinear kernels are AVX2 code
 namespace lowbit {
 namespace {
 
@@ -70,77 +71,93 @@ void expect_same(const Tensor& got, const Tensor& want, const std::string& what)
         << what << " at " << i << ": got " << +got.data<T>()[i] << " want " << +want.data<T>()[i];
 }
 
-bool host_has_avx2() { return host_target().has(Feature::avx2) && host_target().has(Feature::fma); }
+// The fast rows of `op` this host runs (the reference row is the oracle).
+std::vector<const KernelCandidate*> host_rows(const char* op) {
+  std::vector<const KernelCandidate*> rows;
+  for (const KernelCandidate* kc : candidates_for(op)) {
+    if (kc->name.starts_with("reference") || !kc->create) continue;
+    bool runs = true;
+    for (Feature f : kc->features) runs = runs && host_target().has(f);
+    if (runs) rows.push_back(kc);
+  }
+  return rows;
+}
 
 TEST(Qu8Quantize, QuantizeMatchesReference) {
-  if (!host_has_avx2()) GTEST_SKIP() << "host lacks AVX2";
-  uint32_t seed = 1;
-  for (int64_t n : {1, 7, 8, 9, 31, 32, 33, 63, 100, 2048, 40000})
-    for (float scale : {1.0f, 0.5f, 0.0173f, 3.7f, 1e-30f})
-      for (int32_t zp : {0, 128, 255}) {
-        QNode q = build("QuantizeLinear", DType::f32, DType::u8, n, scale, zp);
-        Target t;
-        NodeContext ctx{q.g, q.g.nodes[0], t, 2};
-        ASSERT_EQ(check_quantize_u8(ctx), "");
-        Tensor x(DType::f32, {n});
-        const std::vector<float> v = probe_values(n, seed++);
-        std::memcpy(x.data<float>(), v.data(), v.size() * sizeof(float));
-        Tensor want(DType::u8, {n});
-        std::vector<TensorView> in = {x.view(), q.scale.view(), q.zp.view()}, ref_out = {want.view()};
-        find_reference("QuantizeLinear")(q.g, q.g.nodes[0], in, ref_out);
-        auto k = create_quantize_u8_avx2(ctx);
-        for (int threads : {1, 2}) {
-          ThreadPool pool(threads);
-          Tensor got(DType::u8, {n});
-          std::memset(got.data<uint8_t>(), 0xA5, static_cast<size_t>(n));
-          std::vector<TensorView> out = {got.view()};
-          k->run(in, out, pool);
-          expect_same<uint8_t>(got, want,
-                               "n " + std::to_string(n) + " scale " + std::to_string(scale) + " zp " + std::to_string(zp));
+  const auto rows = host_rows("QuantizeLinear");
+  if (rows.empty()) GTEST_SKIP() << "no fast QuantizeLinear row runs here";
+  for (const KernelCandidate* kc : rows) {
+    uint32_t seed = 1;
+    for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 100, 2048, 40000})
+      for (float scale : {1.0f, 0.5f, 0.0173f, 3.7f, 1e-30f})
+        for (int32_t zp : {0, 128, 255}) {
+          QNode q = build("QuantizeLinear", DType::f32, DType::u8, n, scale, zp);
+          NodeContext ctx{q.g, q.g.nodes[0], host_target(), 2};
+          ASSERT_EQ(kc->check(ctx), "") << kc->name;
+          Tensor x(DType::f32, {n});
+          const std::vector<float> v = probe_values(n, seed++);
+          std::memcpy(x.data<float>(), v.data(), v.size() * sizeof(float));
+          Tensor want(DType::u8, {n});
+          std::vector<TensorView> in = {x.view(), q.scale.view(), q.zp.view()}, ref_out = {want.view()};
+          find_reference("QuantizeLinear")(q.g, q.g.nodes[0], in, ref_out);
+          auto k = kc->create(ctx);
+          for (int threads : {1, 2}) {
+            ThreadPool pool(threads);
+            Tensor got(DType::u8, {n});
+            std::memset(got.data<uint8_t>(), 0xA5, static_cast<size_t>(n));
+            std::vector<TensorView> out = {got.view()};
+            k->run(in, out, pool);
+            expect_same<uint8_t>(got, want,
+                                 kc->name + " n " + std::to_string(n) + " scale " + std::to_string(scale) + " zp " +
+                                     std::to_string(zp));
+          }
         }
-      }
+  }
 }
 
 TEST(Qu8Quantize, QuantizeWithoutZeroPoint) {
-  if (!host_has_avx2()) GTEST_SKIP() << "host lacks AVX2";
-  QNode q = build("QuantizeLinear", DType::f32, DType::u8, 50, 0.25f, 0, /*with_zp=*/false);
-  Target t;
-  NodeContext ctx{q.g, q.g.nodes[0], t, 1};
-  ASSERT_EQ(check_quantize_u8(ctx), "");
-  Tensor x(DType::f32, {50});
-  const std::vector<float> v = probe_values(50, 9);
-  std::memcpy(x.data<float>(), v.data(), v.size() * sizeof(float));
-  Tensor want(DType::u8, {50}), got(DType::u8, {50});
-  std::vector<TensorView> in = {x.view(), q.scale.view(), TensorView{}}, ref_out = {want.view()}, out = {got.view()};
-  find_reference("QuantizeLinear")(q.g, q.g.nodes[0], in, ref_out);
-  ThreadPool pool(1);
-  create_quantize_u8_avx2(ctx)->run(in, out, pool);
-  expect_same<uint8_t>(got, want, "no zero point");
+  const auto rows = host_rows("QuantizeLinear");
+  if (rows.empty()) GTEST_SKIP() << "no fast QuantizeLinear row runs here";
+  for (const KernelCandidate* kc : rows) {
+    QNode q = build("QuantizeLinear", DType::f32, DType::u8, 50, 0.25f, 0, /*with_zp=*/false);
+    NodeContext ctx{q.g, q.g.nodes[0], host_target(), 1};
+    ASSERT_EQ(kc->check(ctx), "") << kc->name;
+    Tensor x(DType::f32, {50});
+    const std::vector<float> v = probe_values(50, 9);
+    std::memcpy(x.data<float>(), v.data(), v.size() * sizeof(float));
+    Tensor want(DType::u8, {50}), got(DType::u8, {50});
+    std::vector<TensorView> in = {x.view(), q.scale.view(), TensorView{}}, ref_out = {want.view()}, out = {got.view()};
+    find_reference("QuantizeLinear")(q.g, q.g.nodes[0], in, ref_out);
+    ThreadPool pool(1);
+    kc->create(ctx)->run(in, out, pool);
+    expect_same<uint8_t>(got, want, kc->name + " no zero point");
+  }
 }
 
 TEST(Qu8Quantize, DequantizeMatchesReference) {
-  if (!host_has_avx2()) GTEST_SKIP() << "host lacks AVX2";
-  for (int64_t n : {1, 7, 8, 15, 16, 17, 33, 256, 1000, 40000})
-    for (float scale : {1.0f, 0.0173f, 3.7f, 1e-38f, 3e36f})
-      for (int32_t zp : {0, 128, 255}) {
-        QNode q = build("DequantizeLinear", DType::u8, DType::f32, n, scale, zp);
-        Target t;
-        NodeContext ctx{q.g, q.g.nodes[0], t, 2};
-        ASSERT_EQ(check_dequantize_u8(ctx), "");
-        Tensor x(DType::u8, {n});
-        for (int64_t i = 0; i < n; ++i) x.data<uint8_t>()[i] = static_cast<uint8_t>(i * 37 + n);
-        Tensor want(DType::f32, {n});
-        std::vector<TensorView> in = {x.view(), q.scale.view(), q.zp.view()}, ref_out = {want.view()};
-        find_reference("DequantizeLinear")(q.g, q.g.nodes[0], in, ref_out);
-        auto k = create_dequantize_u8_avx2(ctx);
-        for (int threads : {1, 2}) {
-          ThreadPool pool(threads);
-          Tensor got(DType::f32, {n});
-          std::vector<TensorView> out = {got.view()};
-          k->run(in, out, pool);
-          expect_same<float>(got, want, "n " + std::to_string(n) + " zp " + std::to_string(zp));
+  const auto rows = host_rows("DequantizeLinear");
+  if (rows.empty()) GTEST_SKIP() << "no fast DequantizeLinear row runs here";
+  for (const KernelCandidate* kc : rows)
+    for (int64_t n : {1, 7, 8, 15, 16, 17, 33, 256, 1000, 40000})
+      for (float scale : {1.0f, 0.0173f, 3.7f, 1e-38f, 3e36f})
+        for (int32_t zp : {0, 128, 255}) {
+          QNode q = build("DequantizeLinear", DType::u8, DType::f32, n, scale, zp);
+          NodeContext ctx{q.g, q.g.nodes[0], host_target(), 2};
+          ASSERT_EQ(kc->check(ctx), "") << kc->name;
+          Tensor x(DType::u8, {n});
+          for (int64_t i = 0; i < n; ++i) x.data<uint8_t>()[i] = static_cast<uint8_t>(i * 37 + n);
+          Tensor want(DType::f32, {n});
+          std::vector<TensorView> in = {x.view(), q.scale.view(), q.zp.view()}, ref_out = {want.view()};
+          find_reference("DequantizeLinear")(q.g, q.g.nodes[0], in, ref_out);
+          auto k = kc->create(ctx);
+          for (int threads : {1, 2}) {
+            ThreadPool pool(threads);
+            Tensor got(DType::f32, {n});
+            std::vector<TensorView> out = {got.view()};
+            k->run(in, out, pool);
+            expect_same<float>(got, want, kc->name + " n " + std::to_string(n) + " zp " + std::to_string(zp));
+          }
         }
-      }
 }
 
 TEST(Qu8Quantize, ChecksGiveReasons) {
@@ -163,4 +180,3 @@ TEST(Qu8Quantize, ChecksGiveReasons) {
 
 }  // namespace
 }  // namespace lowbit
-#endif  // __x86_64__

@@ -184,10 +184,13 @@ void register_ops(CLI::App& app) {
       for (const KernelCandidate* c : candidates_for(op)) {
         std::string status;
         if (!c->features.empty() && c->arch != t.arch) status = "other architecture";
-        else if (!c->create) status = "not in this build";
         else {
           for (Feature f : c->features)
             if (!t.has(f)) status += std::string(status.empty() ? "target lacks " : ", ") + feature_name(f);
+          // Planned by this build, created by the other architecture's (artifacts carry the plan).
+          if (status.empty() && !c->create)
+            status = std::string("available (its code is in the ") + (c->arch == Arch::x86_64 ? "x86-64" : "aarch64") +
+                     " build)";
         }
         std::printf("  %-44s %s\n", c->name.c_str(), status.empty() ? "available" : status.c_str());
       }

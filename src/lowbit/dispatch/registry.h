@@ -48,8 +48,9 @@ struct KernelCandidate {
 };
 
 // Kernels are compiled only for their own architecture, but the table lists every architecture's
-// rows (explain names them for a foreign --target): a row's create is nullptr in a build for
-// another architecture, which the registry reports as the reason it cannot be used.
+// rows with their checks: a build for one architecture selects kernels for the other (explain,
+// and quantizing for a foreign --target, as the study cross-compiled for AArch64 on x86). A row's
+// create is nullptr in a build for another architecture; such a row is chosen, never created.
 #if defined(__x86_64__)
 #define LOWBIT_X86_ONLY(create) create
 #else

@@ -246,6 +246,10 @@ std::vector<KernelCandidate> qu8_candidates() {
                {"qu8_vadd__neon"}});
   t.push_back({"QMul", "qu8-vmul-neon", arm, {F::neon}, check_qmul_u8, LOWBIT_AARCH64_ONLY(create_qmul_u8_neon),
                {"qu8_vmul_k1__neon", "qu8_vmul_kn__neon"}});
+  t.push_back({"QuantizeLinear", "qu8-quantize-neon", arm, {F::neon}, check_quantize_u8,
+               LOWBIT_AARCH64_ONLY(create_quantize_u8_neon), {"qu8_quantize__neon"}});
+  t.push_back({"DequantizeLinear", "qu8-dequantize-neon", arm, {F::neon}, check_dequantize_u8,
+               LOWBIT_AARCH64_ONLY(create_dequantize_u8_neon), {"qu8_dequantize__neon"}});
   t.push_back({"MaxPool", "qu8-maxpool2d-chw-neon", arm, {F::neon}, check_maxpool2d_u8,
                LOWBIT_AARCH64_ONLY(create_maxpool2d_u8_neon), {"qu8_maxpool2d_chw__neon"}});
   t.push_back({"AveragePool", "qu8-avgpool2d-chw-neon", arm, {F::neon}, check_avgpool2d_u8,

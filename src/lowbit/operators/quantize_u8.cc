@@ -1,6 +1,7 @@
 // QuantizeLinear / DequantizeLinear drivers: per-tensor scale and zero point (read at run time, so
 // they may be graph inputs too), split into chunks for the pool (elementwise: any split gives the
-// same bytes). Per-axis scales and i8 stay with the reference.
+// same bytes). Per-axis scales and i8 stay with the reference. One driver for every ISA: the
+// kernel is a function of kernels/qu8-quantize (AVX2 on x86-64, NEON on AArch64).
 #include "lowbit/operators/quantize_u8.h"
 
 #include <algorithm>
@@ -11,14 +12,13 @@
 namespace lowbit {
 namespace {
 
-#if defined(__x86_64__)
 constexpr int64_t kChunk = 16384;
 
 int32_t zero_point(std::span<const TensorView> in) { return in.size() > 2 && in[2].data ? in[2].as<uint8_t>()[0] : 0; }
 
 class QuantizeU8 final : public Kernel {
  public:
-  explicit QuantizeU8(const NodeContext& ctx) : qmax_(code_range(ctx.out(0)).hi) {}
+  QuantizeU8(const NodeContext& ctx, Qu8QuantizeFn fn) : fn_(fn), qmax_(code_range(ctx.out(0)).hi) {}
   void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const float* x = in[0].as<float>();
     const float scale = in[1].as<float>()[0];
@@ -27,16 +27,18 @@ class QuantizeU8 final : public Kernel {
     const int64_t n = out[0].numel();
     pool.parallel_for(ops::ceil_div(n, kChunk), [&](int64_t t, int) {
       const int64_t i0 = t * kChunk;
-      qu8_quantize__avx2(static_cast<size_t>(std::min(kChunk, n - i0)), x + i0, scale, zp, qmax_, y + i0);
+      fn_(static_cast<size_t>(std::min(kChunk, n - i0)), x + i0, scale, zp, qmax_, y + i0);
     });
   }
 
  private:
+  Qu8QuantizeFn fn_;
   int32_t qmax_;
 };
 
 class DequantizeU8 final : public Kernel {
  public:
+  explicit DequantizeU8(Qu8DequantizeFn fn) : fn_(fn) {}
   void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const uint8_t* x = in[0].as<uint8_t>();
     const float scale = in[1].as<float>()[0];
@@ -45,11 +47,13 @@ class DequantizeU8 final : public Kernel {
     const int64_t n = out[0].numel();
     pool.parallel_for(ops::ceil_div(n, kChunk), [&](int64_t t, int) {
       const int64_t i0 = t * kChunk;
-      qu8_dequantize__avx2(static_cast<size_t>(std::min(kChunk, n - i0)), x + i0, scale, zp, y + i0);
+      fn_(static_cast<size_t>(std::min(kChunk, n - i0)), x + i0, scale, zp, y + i0);
     });
   }
+
+ private:
+  Qu8DequantizeFn fn_;
 };
-#endif  // __x86_64__
 
 // "" when input 1 (scale) is one f32 and input 2 (zero point), if present, one u8.
 std::string check_params(const NodeContext& ctx) {
@@ -80,8 +84,19 @@ std::string check_dequantize_u8(const NodeContext& ctx) {
 }
 
 #if defined(__x86_64__)
-std::unique_ptr<Kernel> create_quantize_u8_avx2(const NodeContext& ctx) { return std::make_unique<QuantizeU8>(ctx); }
-std::unique_ptr<Kernel> create_dequantize_u8_avx2(const NodeContext&) { return std::make_unique<DequantizeU8>(); }
+std::unique_ptr<Kernel> create_quantize_u8_avx2(const NodeContext& ctx) {
+  return std::make_unique<QuantizeU8>(ctx, qu8_quantize__avx2);
+}
+std::unique_ptr<Kernel> create_dequantize_u8_avx2(const NodeContext&) {
+  return std::make_unique<DequantizeU8>(qu8_dequantize__avx2);
+}
+#elif defined(__aarch64__)
+std::unique_ptr<Kernel> create_quantize_u8_neon(const NodeContext& ctx) {
+  return std::make_unique<QuantizeU8>(ctx, qu8_quantize__neon);
+}
+std::unique_ptr<Kernel> create_dequantize_u8_neon(const NodeContext&) {
+  return std::make_unique<DequantizeU8>(qu8_dequantize__neon);
+}
 #endif
 
 }  // namespace lowbit

@@ -13,5 +13,7 @@ std::string check_quantize_u8(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_quantize_u8_avx2(const NodeContext& ctx);
 std::string check_dequantize_u8(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_dequantize_u8_avx2(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_quantize_u8_neon(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_dequantize_u8_neon(const NodeContext& ctx);
 
 }  // namespace lowbit

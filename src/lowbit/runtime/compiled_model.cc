@@ -102,7 +102,7 @@ std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const Compile
     // A kernel for ISA features this CPU lacks is chosen (explain, inspect and artifacts for a
     // foreign target need the choice) but not created: creating one may already execute its
     // instructions (an AVX-512 kernel table's initialiser raised SIGILL on an AVX2-only host).
-    bool runnable = true;
+    bool runnable = s.choice.chosen->create != nullptr;  // null: another architecture's row
     for (Feature f : s.choice.chosen->features) runnable &= host.has(f);
     if (runnable) s.kernel = s.choice.chosen->create(ctx);
     else if (m->unrunnable_.empty())
