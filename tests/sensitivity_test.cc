@@ -121,6 +121,39 @@ TEST_F(SensitivityResnet18, RankedByDamagePerUnitSaved) {
   EXPECT_TRUE(j["layers"][0]["at"].contains("w2a8"));
 }
 
+// The table is reproducible: the same model, options and inputs give the same measurements to the
+// last bit (only the timings vary), so the same ranking by bytes and the same choices downstream.
+TEST_F(SensitivityResnet18, SameInputsGiveTheSameTable) {
+  SensitivityOptions s;
+  s.precisions = {kInt8, parse_precision("w2a8")};
+  s.eval_samples = 3;
+  s.timing_runs = 1;
+  const Sensitivity again = analyze_sensitivity(small_resnet18(), s);
+  ASSERT_EQ(again.layers.size(), r().layers.size());
+  for (size_t i = 0; i < again.layers.size(); ++i) {
+    const LayerSensitivity &a = again.layers[i], &b = r().layers[i];
+    EXPECT_EQ(a.node, b.node);
+    EXPECT_EQ(a.macs, b.macs);
+    EXPECT_EQ(a.fp32_weight_bytes, b.fp32_weight_bytes);
+    ASSERT_EQ(a.at.size(), b.at.size());
+    for (size_t k = 0; k < a.at.size(); ++k) {
+      SCOPED_TRACE(a.node + " " + a.at[k].precision);
+      EXPECT_EQ(a.at[k].cosine, b.at[k].cosine);
+      EXPECT_EQ(a.at[k].rel_l2, b.at[k].rel_l2);
+      EXPECT_EQ(a.at[k].top1, b.at[k].top1);
+      EXPECT_EQ(a.at[k].sqnr_db, b.at[k].sqnr_db);
+      EXPECT_EQ(a.at[k].weight_bytes, b.at[k].weight_bytes);
+      EXPECT_EQ(a.at[k].kernel, b.at[k].kernel);
+    }
+  }
+  const auto x = rank_choices(again, SensitivityRank::per_byte), y = rank_choices(r(), SensitivityRank::per_byte);
+  ASSERT_EQ(x.size(), y.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(x[i].layer->node, y[i].layer->node) << "rank " << i;
+    EXPECT_EQ(x[i].at->precision, y[i].at->precision) << "rank " << i;
+  }
+}
+
 TEST(Sensitivity, RefusesWhatItCannotMeasure) {
   SensitivityOptions s;
   s.precisions = {kFp32};
