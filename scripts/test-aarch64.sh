@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# lowbit for AArch64: cross-compiles the `aarch64` preset (g++-aarch64-linux-gnu, no ONNX frontend)
-# and runs the unit tests of the kernels, the quantizer and the guard under qemu-aarch64: once with
-# `-cpu max` (NEON + dot product + i8mm: the sdot kernels are chosen) and once capped with
-# LOWBIT_ISA=neon (the smlal kernels are chosen and the dotprod tests skip). The slow end-to-end
-# scripts (PyTorch oracles) are native-only.
+# lowbit for AArch64: cross-compiles the `aarch64` preset (g++-aarch64-linux-gnu, with the ONNX
+# frontend linked against Debian's arm64 onnx / protobuf, unpacked by scripts/aarch64-sysroot.sh),
+# builds the test binary and the CLI, and runs under qemu-aarch64:
+#  - the unit tests of the kernels, the quantizer and the guard, and the ONNX import, QDQ and
+#    conformance tests, once with `-cpu max` (NEON + dot product + i8mm: the sdot kernels are
+#    chosen) and the int8 kernel tests again capped with LOWBIT_ISA=neon (the smlal kernels);
+#  - the study's cross-compile experiment end to end: ResNet-18 quantized on x86-64 for cortex-a72
+#    runs as it is under `qemu-aarch64 -cpu cortex-a72` and `-cpu max` (scripts/run-aarch64.sh),
+#    and gives the x86-64 run's output bit for bit (tests/scripts/cross_aarch64.sh).
+# The slow end-to-end scripts (PyTorch oracles) are native-only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for tool in aarch64-linux-gnu-g++ qemu-aarch64; do
@@ -11,10 +16,11 @@ for tool in aarch64-linux-gnu-g++ qemu-aarch64; do
 done
 jobs=$(nproc)
 start=$SECONDS
-cmake --preset aarch64 >/dev/null
-# The test binary only: the CLI and the microbenchmarks are the same sources x86 builds with
-# warnings as errors, and cross-compiling them took 240 of the build's 1130 CPU-seconds.
-cmake --build --preset aarch64 -j "$jobs" --target lowbit_tests
+bash scripts/aarch64-sysroot.sh
+cmake --preset aarch64 -DLOWBIT_WITH_ONNX=ON >/dev/null
+# The test binary and the CLI (the cross-compile experiment runs it); the microbenchmark binaries
+# of bench/ are the same sources x86 builds with warnings as errors.
+cmake --build --preset aarch64 -j "$jobs" --target lowbit_tests lowbit_cli
 built=$SECONDS
 # Every unit test: kernels against the reference, dispatch and instruction checks, schemas, the
 # quantizer, the guard and artifacts, except the slowest under emulation, whose code is the same on
@@ -50,12 +56,22 @@ built=$SECONDS
 #    (Resnet18Binary, 44 s) repeat BinaryConvKernels' NEON rows; the cache-derived blocking
 #    (F32Kernels.BlockingFollowsTheCaches, 76 s) is the same blocking code on every arch, and
 #    F32Kernels.Conv* check every NEON row against the reference.
-# Quantize.Resnet18* (int8 through the NEON kernels end to end) and the sub-byte activation-code
-# test stay. The suite had reached 42 of CI's 40 minutes, then 66 with the sanitized stage.
-ctest --preset aarch64 -j "$jobs" -E '^(Autotune\.|Quantize\.SameInputsGiveTheSameArtifact|Subbyte\.(EveryPrecision|NativeAndLogical|OnSlowAllow|OnSlowError|GroupSize|Prepacked|ArtifactKeeps|DetectorFlags)|Explain\.EveryRejectionOnEveryNamedTarget|Binary\.Resnet18W1a1|Artifact\.RoundTripRunsIdentically|Guard\.TargetWithoutSimdInt8|Models/Concurrency\.|ApiBuild\.|Artifact\.(ForgedContent|EverySingleByteChange)|CApi\.|Targets/FuzzReplay\.|SensitivityResnet18\.|MixedPrecision\.|Rounding\.(EveryLayer|SameInputs)|Resnet18Binary\.|F32Kernels\.BlockingFollowsTheCaches)'
+#  - CrossTarget.* (63 emulated s) checks the plans x86-64 makes for AArch64 targets: the same
+#    selection code, which x86 runs, and cross_aarch64.sh below runs such a plan here;
+#  - the ONNX backend node tests (Node/OnnxNodeTest.*, 379 of them) run below in one process: as
+#    one process each, starting the emulator took 87 of their 90 s.
+# Quantize.Resnet18* (int8 through the NEON kernels end to end), SameAnswers.* (one quantized
+# ResNet-18 bit for bit on every AArch64 level, against x86-64's hash) and the sub-byte
+# activation-code test stay. The suite had reached 42 of CI's 40 minutes, then 66 with the
+# sanitized stage.
+ctest --preset aarch64 -j "$jobs" -E '^(Node/OnnxNodeTest\.|CrossTarget\.|Autotune\.|Quantize\.SameInputsGiveTheSameArtifact|Subbyte\.(EveryPrecision|NativeAndLogical|OnSlowAllow|OnSlowError|GroupSize|Prepacked|ArtifactKeeps|DetectorFlags)|Explain\.EveryRejectionOnEveryNamedTarget|Binary\.Resnet18W1a1|Artifact\.RoundTripRunsIdentically|Guard\.TargetWithoutSimdInt8|Models/Concurrency\.|ApiBuild\.|Artifact\.(ForgedContent|EverySingleByteChange)|CApi\.|Targets/FuzzReplay\.|SensitivityResnet18\.|MixedPrecision\.|Rounding\.(EveryLayer|SameInputs)|Resnet18Binary\.|F32Kernels\.BlockingFollowsTheCaches)'
 # The int8 kernels forced onto plain NEON (the emulator still has dotprod; the cap hides it). The
 # fp32 rows need NEON only, so the cap would run them again unchanged (210 emulated seconds). The
 # int8 ResNet-18 end to end (90 emulated seconds) runs above; under the cap every plain-NEON int8
 # row is checked bit for bit against the reference by Neon* / Qu8*.
 LOWBIT_ISA=neon ctest --preset aarch64 -j "$jobs" -R '^(Neon|Qu8)'
+bash scripts/run-aarch64.sh --cpu max lowbit_tests --gtest_filter='Node/OnnxNodeTest.*' --gtest_brief=1
+# The cross-compile experiment with the x86-64 CLI of the release stage.
+[[ -x build/release/lowbit ]] || { cmake --preset release >/dev/null && cmake --build --preset release --target lowbit_cli; }
+bash tests/scripts/cross_aarch64.sh build/release/lowbit build/aarch64/test-work
 echo "aarch64: build $((built - start)) s, tests $((SECONDS - built)) s"

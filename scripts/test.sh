@@ -50,9 +50,11 @@ if [ "${LOWBIT_SKIP_SANITIZERS:-0}" != 1 ]; then
   # --group-size's ResNet-18 runs (34 s); --on-slow's policies (36 s), the degenerate-layer detector
   # (21 s) and the packed-weight artifact (16 s) are graph-level choices over kernels checked here.
   # GPTQ on MobileNetV2 end to end (133 s sanitized) runs the stats, walk and bias correction that
-  # Rounding's one-layer tests check here.
+  # Rounding's one-layer tests check here. SameAnswers (one quantized ResNet-18 on every ISA level
+  # at 1 and 2 threads) and CrossTarget (three zoo models quantized for two AArch64 targets) repeat,
+  # whole-model, kernels and selection that the kernel tests and Explain check here.
   ctest --preset debug -j "$jobs" -LE e2e \
-    -E '^(Autotune\.|Quantize\.SameInputsGiveTheSameArtifact|Explain\.EveryRejectionOnEveryNamedTarget|Models/Concurrency\..*_t1|Subbyte\.(EveryPrecisionModelAndTargetCompilesInSeconds|NativeAndLogical|GroupSize|OnSlow|DetectorFlags|ArtifactKeeps)|Rounding\.(EveryLayer|SameInputs)|KernelInspect\.(IsaKernels|EverySimdCandidate)|MixedPrecision\.Auto|SensitivityResnet18\.(BytesFollow|NarrowerCodes|AlonePartsDo|RankedBy))'
+    -E '^(SameAnswers\.|CrossTarget\.|Autotune\.|Quantize\.SameInputsGiveTheSameArtifact|Explain\.EveryRejectionOnEveryNamedTarget|Models/Concurrency\..*_t1|Subbyte\.(EveryPrecisionModelAndTargetCompilesInSeconds|NativeAndLogical|GroupSize|OnSlow|DetectorFlags|ArtifactKeeps)|Rounding\.(EveryLayer|SameInputs)|KernelInspect\.(IsaKernels|EverySimdCandidate)|MixedPrecision\.Auto|SensitivityResnet18\.(BytesFollow|NarrowerCodes|AlonePartsDo|RankedBy|SameInputs))'
 fi
 # AArch64 (NEON, dot product) cross-compiled and run under qemu-aarch64.
 if [ "${LOWBIT_SKIP_AARCH64:-0}" != 1 ]; then
