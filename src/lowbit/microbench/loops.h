@@ -30,7 +30,8 @@ int64_t qu8_vpdpbusd_ymm_loop(int64_t iters);    // avxvnni.cc: 12 x {vex} vpdpb
 float f32_fmla_loop(int64_t iters);           // neon.cc: 12 x fmla .4s
 int64_t qs8_smlal_loop(int64_t iters);        // 6 x (smlal + smlal2 .4s from .8h): int16 operands, 8 MACs
 int64_t qs8_smull_sadalp_loop(int64_t iters); // 4 x (smull + smull2 .8h from .16b, 2 x sadalp): 16 MACs
-int64_t qs4_unpack_loop(int64_t iters);       // 2 x (2 nibble unpacks + 2 smull/smull2/sadalp paths): 32 MACs
+int64_t qs4_unpack_loop(int64_t iters);       // 2 x (2 nibble unpacks + 2 smull/smull2/sadalp paths): 64 MACs
+int64_t qs2_unpack_loop(int64_t iters);       // 4 crumb unpacks + 4 smull/smull2/sadalp paths: 64 MACs
 int64_t b1_cnt_loop(int64_t iters);           // 8 x (eor + cnt .16b + uadalp): 128 bits
 int64_t qs8_sdot_loop(int64_t iters);         // neondot.cc: 12 x sdot .4s (16 MACs)
 #endif

@@ -47,6 +47,17 @@ int64_t qs4_unpack_loop(int64_t iters) {
 #undef LB_STEP
   return n;
 }
+// 2-bit weights kept packed: ushr + and unpack 64 codes from 16 bytes (shifts 0, 2, 4, 6), then
+// the smull path on each quarter.
+int64_t qs2_unpack_loop(int64_t iters) {
+  int64_t n = iters;
+#define LB_PART(shift, a0, a1) "ushr v8.16b, v12.16b, #" shift "\n\tand v8.16b, v8.16b, v14.16b\n\t" LB_SMULL("v8", a0, a1)
+  LOWBIT_ASM_LOOP(n, "movi v12.16b, #0x5a\n\tmovi v13.16b, #2\n\tmovi v14.16b, #0x03\n\t",
+                  "and v8.16b, v12.16b, v14.16b\n\t" LB_SMULL("v8", "v0", "v1") LB_PART("2", "v2", "v3")
+                      LB_PART("4", "v4", "v5") LB_PART("6", "v6", "v7"));
+#undef LB_PART
+  return n;
+}
 #undef LB_SMULL
 
 // Binary: eor of 128 sign bits, cnt per byte, uadalp into 16-bit lanes (kernels/qb1-gemm/neon.cc).
