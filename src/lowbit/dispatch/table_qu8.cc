@@ -23,9 +23,27 @@ namespace lowbit {
 // bench/guard_per_node.py --on-slow allow (ResNet-50, ResNet-18, MobileNetV2). The guard keeps
 // such nodes in fp32 and says why.
 //
-// u8 depthwise has no rule: the flat polyphase kernels (kernels/qu8-dwconv) beat fp32 on every
-// MobileNetV2 and EfficientNet-B0 depthwise shape but two, which tie (bench/microbench/dw_layers).
+// u8 depthwise has no rule of its own: the flat polyphase kernels (kernels/qu8-dwconv) beat fp32 on
+// every MobileNetV2 and EfficientNet-B0 depthwise shape but two, which tie (bench/microbench/dw_layers),
+// except against the AVX-512 fp32 kernel on a target without VNNI (below).
+// The AVX2 int16 rows (vpmaddwd ymm: 32 multiply-adds a cycle on two ports) against fp32 on a
+// target with AVX-512 FMAs and no VNNI (Skylake-SP/X): the fp32 convs run 32 a cycle too, so int8
+// has nothing to gain in arithmetic. Measured per node (bench/guard_per_node.py --targets
+// skylake-avx512 --on-slow allow, 1 thread, the Xeon capped): every ResNet-50 and MobileNetV2
+// igemm / Winograd node slower in int8, ResNet-50 as a whole 0.95x (65.7 against 62.3 ms), and the
+// AVX2 u8 depthwise 0.64-0.85x of the fp32 AVX-512 one. An AVX-512BW vpmaddwd zmm kernel would
+// not help: on those cores 512-bit vpmaddwd and the vpaddd after it share ports 0 and 5, 32
+// multiply-adds a cycle again; VNNI fuses the add (64).
+std::string avx2_int16_vs_avx512_fp32(const NodeContext& ctx) {
+  const Target& t = ctx.target;
+  if (!t.has(Feature::avx512f) || t.has(Feature::avx512vnni) || t.has(Feature::avxvnni)) return "";
+  return "target " + t.name + " runs the fp32 conv on AVX-512 FMAs, as fast as vpmaddwd ymm multiplies int16, "
+         "without VNNI: measured 0.95x of fp32 on ResNet-50, 0.64-0.85x on MobileNetV2's depthwise convs "
+         "(Xeon capped to skylake-avx512)";
+}
+
 std::string qu8_igemm_avx2_vs_fp32(const NodeContext& ctx) {
+  if (std::string why = avx2_int16_vs_avx512_fp32(ctx); !why.empty()) return why;
   const Conv2dParams p = conv2d_params(ctx.graph, ctx.node);
   const int64_t K = p.C_per_group() * p.KH * p.KW;
   if (K >= 48) return "";
@@ -105,7 +123,7 @@ std::vector<KernelCandidate> qu8_candidates() {
   t.push_back({"QConv", "qu8-qc8w-dwconv2d-16x4-avxvnni", x86, {F::avx2, F::fma, F::avxvnni}, check_qconv2d_u8_dwconv,
                LOWBIT_X86_ONLY(create_qconv2d_u8_dwconv_avxvnni), {"qu8_dwconv2d_flat__avxvnni"}});
   t.push_back({"QConv", "qu8-qc8w-dwconv2d-16x2-avx2", x86, {F::avx2, F::fma}, check_qconv2d_u8_dwconv,
-               LOWBIT_X86_ONLY(create_qconv2d_u8_dwconv_avx2), {"qu8_dwconv2d_flat__avx2"}});
+               LOWBIT_X86_ONLY(create_qconv2d_u8_dwconv_avx2), {"qu8_dwconv2d_flat__avx2"}, avx2_int16_vs_avx512_fp32});
   // Narrow codes on VNNI: exact Winograd F(2x2, 3x3) with vpdpbusd (|U'| <= 126 in s8, V + 64 in u8),
   // 2.25x fewer multiply-adds than the direct tiles (kernels/qu8-winograd/README.md).
   t.push_back({"QConv", "qu4-qc4w-conv2d-winograd-2x2-3x3-avx512vnni", x86,
@@ -183,7 +201,8 @@ std::vector<KernelCandidate> qu8_candidates() {
   // operands would halve the multiply rate and eat the 2.25x).
   t.push_back({"QConv", "qu8-qc8w-conv2d-winograd-2x2-3x3-avx2", x86, {F::avx2, F::fma}, check_qconv2d_u8_winograd,
                LOWBIT_X86_ONLY(create_qconv2d_u8_winograd_avx2),
-               {"qu8_gemm_tile__avx2", "qu8_winograd_input_2x2_3x3__avx2", "qu8_winograd_output_2x2_3x3__avx2"}});
+               {"qu8_gemm_tile__avx2", "qu8_winograd_input_2x2_3x3__avx2", "qu8_winograd_output_2x2_3x3__avx2"},
+               avx2_int16_vs_avx512_fp32});
   t.push_back({"QConv", "qu8-qc8w-conv2d-igemm-6x16-avx2", x86, {F::avx2, F::fma}, check_qconv2d_u8_igemm,
                LOWBIT_X86_ONLY(create_qconv2d_u8_igemm_avx2), {"qu8_gemm_tile__avx2"}, qu8_igemm_avx2_vs_fp32});
   t.push_back({"QGemm", "qu8-qc8w-fc-gemv-avx2", x86, {F::avx2, F::fma}, check_qgemm_u8_gemv,
