@@ -201,6 +201,40 @@ i4=$(grep -c "QConv.*i4" r18_w4a8_inspect.txt || true)
 echo "re-imported w4a8: $i4 QConv nodes with i4 weights"
 [[ $i4 -ge 15 ]] || { echo "FAIL: the INT4 weights were not imported as i4 QConv weights"; fail=1; }
 
+echo "== 4. codes through data movement: ShuffleNetV2 (Split / Slice, Reshape-Transpose-Reshape, Concat) and"
+echo "      SqueezeNet (Concat) stay int8 between their convs, and ONNX Runtime runs the export"
+for m in shufflenet_v2_x1_0 squeezenet1_1; do
+  "$PY" - "$m" <<'EOF'
+import sys
+import numpy as np
+import torch
+import torchvision
+torch.manual_seed(0)
+m = getattr(torchvision.models, sys.argv[1])(weights=None).eval()
+torch.onnx.export(m, torch.randn(1, 3, 96, 96), sys.argv[1] + ".onnx", opset_version=17, input_names=["input"],
+                  output_names=["output"])
+np.save(sys.argv[1] + "_in.npy", np.random.default_rng(5).standard_normal((1, 3, 96, 96)).astype(np.float32))
+EOF
+  "$LOWBIT" quantize "$m.onnx" -o "$m.lbm" --calib-samples 4 >/dev/null
+  "$LOWBIT" explain "$m.lbm" --json "$m.explain.json" >/dev/null
+  # Every data-movement node reads and writes codes (no DQ -> op -> Q around it), and the only
+  # Dequantize is the one before the classifier's global mean (ShuffleNet) or the output.
+  "$PY" - "$m.explain.json" <<'EOF' || fail=1
+import collections, json, sys
+nodes = json.load(open(sys.argv[1]))["nodes"]
+ops = collections.Counter(n["op"] for n in nodes)
+print(f"{sys.argv[1]}: {dict(ops)}")
+moves = [n for n in nodes if n["op"] in ("Concat", "Transpose", "Slice", "Split", "Reshape")]
+f32 = [n["node"] + " " + n["signature"] for n in moves if not n["signature"].split("->")[0].startswith("u8")]
+if not moves or f32 or ops["DequantizeLinear"] > 1:
+    sys.exit(f"FAIL: data movement in fp32: {f32[:5]}; {ops['DequantizeLinear']} DequantizeLinear")
+EOF
+  "$LOWBIT" export-onnx "$m.lbm" -o "${m}_qdq.onnx"
+  node "$ORT_RUN" "${m}_qdq.onnx" --input "${m}_in.npy" --output "${m}_ort.npy" --warmup 0 --runs 0 >/dev/null
+  "$LOWBIT" run "$m.lbm" --input "${m}_in.npy" --output "${m}_lowbit.npy" >/dev/null
+  cosine_check "$m: ORT (QDQ export) vs lowbit (.lbm)" "${m}_ort.npy" "${m}_lowbit.npy" || fail=1
+done
+
 if [[ $fail -ne 0 ]]; then
   echo "test_qdq_ort: FAILED"
   exit 1

@@ -190,7 +190,9 @@ void infer_qmul(InferContext& c) {
 void infer_qlut(InferContext& c) {
   check_input_dtypes(c, {{"X", kU8}, {"T", kU8}, {"op input 1", kF32}, {"op input 2", kF32}});
   const std::string op = c.attrs().get_string("op", "");
-  c.require(elementwise_map(op), "attribute op '" + op + "' is not an element-wise map (Sigmoid, HardSwish, ...)");
+  // Identity: a requantization from X's parameters to Y's (a Concat's inputs brought to its own).
+  c.require(elementwise_map(op) || op == "Identity",
+            "attribute op '" + op + "' is not an element-wise map (Sigmoid, HardSwish, ..., or Identity)");
   const Tensor* t = c.constant(1);
   c.require(t && t->numel() == 256, "T must be a constant table of 256 u8 codes");
   require_quant(c, c.node().inputs[0], "X", 1);

@@ -332,14 +332,18 @@ const bool kRegistered = [] {
                    .quant_passthrough = QuantPassthrough::moves});
   SchemaRegistrar({.op = "Reshape", .min_inputs = 2, .max_inputs = 2, .infer = infer_reshape,
                    .quant_passthrough = QuantPassthrough::moves});
-  SchemaRegistrar({.op = "Transpose", .min_inputs = 1, .max_inputs = 1, .infer = infer_transpose});
+  // Transpose, Slice and Split move codes as they are (ShuffleNet's channel shuffle and split
+  // stay in u8 between its quantized convs).
+  SchemaRegistrar({.op = "Transpose", .min_inputs = 1, .max_inputs = 1, .infer = infer_transpose,
+                   .quant_passthrough = QuantPassthrough::moves});
   SchemaRegistrar({.op = "Concat", .min_inputs = 1, .max_inputs = kMany, .infer = infer_concat});
   SchemaRegistrar({.op = "Split", .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = kMany,
-                   .infer = infer_split});
+                   .infer = infer_split, .quant_passthrough = QuantPassthrough::moves});
   SchemaRegistrar({.op = "Shape", .min_inputs = 1, .max_inputs = 1, .infer = infer_shape});
   SchemaRegistrar({.op = "Gather", .min_inputs = 2, .max_inputs = 2, .infer = infer_gather});
   SchemaRegistrar({.op = "Cast", .min_inputs = 1, .max_inputs = 1, .infer = infer_cast});
-  SchemaRegistrar({.op = "Slice", .min_inputs = 3, .max_inputs = 5, .infer = infer_slice});
+  SchemaRegistrar({.op = "Slice", .min_inputs = 3, .max_inputs = 5, .infer = infer_slice,
+                   .quant_passthrough = QuantPassthrough::moves});
   SchemaRegistrar({.op = "Unsqueeze", .min_inputs = 2, .max_inputs = 2, .infer = infer_unsqueeze,
                    .quant_passthrough = QuantPassthrough::moves});
   SchemaRegistrar({.op = "Squeeze", .min_inputs = 1, .max_inputs = 2, .infer = infer_squeeze,

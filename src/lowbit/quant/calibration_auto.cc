@@ -121,7 +121,7 @@ std::vector<char> codable_values(const Graph& g) {
     if (two && (is(n.inputs[0]) || is(n.inputs[1]))) {
       mark(n.inputs[0]), mark(n.inputs[1]), mark(n.outputs[0]);
     } else if ((elementwise_map(n.op) || quant_passthrough(n.op) != QuantPassthrough::no) && is(n.inputs[0])) {
-      mark(n.outputs[0]);
+      for (ValueId o : n.outputs) mark(o);  // Split: every part
     }
   }
   return coded;

@@ -332,6 +332,16 @@ class QdqExporter {
       node("Identity", n.name, {x}, {name(n.outputs[0])});
       return;
     }
+    // A Concat of codes: its inputs carry the output's parameters (the quantizer made them so), so
+    // the codes concatenate as they are; narrower codes go through fp32 as above.
+    if (n.op == "Concat" && u8_in) {
+      std::vector<std::string> in;
+      for (ValueId v : n.inputs) in.push_back(narrow_in ? dq(v, n) : name(v));
+      const std::string out = narrow_in ? fresh(n.name + "_f32") : name(n.outputs[0]);
+      copy_attrs(node("Concat", n.name, in, {out}), n);
+      if (narrow_in) q(out, quant(g_, n, n.outputs[0]), name(n.outputs[0]), n.name + "_quantize");
+      return;
+    }
     if (u8_in && !is_u8_pass_through(n.op) && n.op != "DequantizeLinear")
       throw Error("node " + n.label() + " reads u8 data and has no QDQ export");
     emit_float(n);
