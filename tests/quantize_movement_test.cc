@@ -13,11 +13,13 @@
 #include "lowbit/quant/calibration.h"
 #include "lowbit/quant/quantize.h"
 #include "lowbit/runtime/compiled_model.h"
+#include "tensor_compare.h"
 #include "test_tensors.h"
 
 namespace lowbit {
 namespace {
 
+using testutil::cosine;
 using testutil::normal_tensor;
 
 struct Net {
@@ -74,16 +76,6 @@ Graph movement_net() {
   n.g.outputs.push_back(y);
   validate(n.g);
   return std::move(n.g);
-}
-
-double cosine(const Tensor& a, const Tensor& b) {
-  double d = 0, na = 0, nb = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    d += double(a.data<float>()[i]) * b.data<float>()[i];
-    na += double(a.data<float>()[i]) * a.data<float>()[i];
-    nb += double(b.data<float>()[i]) * b.data<float>()[i];
-  }
-  return d / std::sqrt(na * nb);
 }
 
 TEST(QuantizeMovement, ConcatSplitSliceTransposeRunOnCodes) {
