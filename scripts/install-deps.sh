@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what lowbit needs on Debian 12 (idempotent; skips apt when everything is present).
 # Extra Debian packages may be named as arguments: scripts/fuzz.sh and scripts/test-tsan.sh ask for
-# clang-14 (libFuzzer, ThreadSanitizer), which the test command does not need: LLVM 14 is 484 MB
-# installed, downloaded and unpacked by every clean CI machine for nothing.
+# clang-14 (libFuzzer, ThreadSanitizer) when they first run; quickstart.sh never needs it (LLVM 14
+# is 484 MB installed).
 set -euo pipefail
 pkgs=(g++ cmake ninja-build pkg-config libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
       libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libsimde-dev

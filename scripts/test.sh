@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: release build + every test (unit, ONNX conformance, PyTorch oracles),
 # then a debug build with ASan+UBSan running the unit and conformance tests, then the AArch64 build
-# under qemu (LOWBIT_SKIP_SANITIZERS=1 / LOWBIT_SKIP_AARCH64=1 leave those out).
+# under qemu; between them, each libFuzzer target for a minute (LOWBIT_SKIP_SANITIZERS=1 /
+# LOWBIT_SKIP_FUZZ=1 / LOWBIT_SKIP_AARCH64=1 leave those out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -55,6 +56,13 @@ if [ "${LOWBIT_SKIP_SANITIZERS:-0}" != 1 ]; then
   # whole-model, kernels and selection that the kernel tests and Explain check here.
   ctest --preset debug -j "$jobs" -LE e2e \
     -E '^(SameAnswers\.|CrossTarget\.|Autotune\.|Quantize\.SameInputsGiveTheSameArtifact|Explain\.EveryRejectionOnEveryNamedTarget|Models/Concurrency\..*_t1|Subbyte\.(EveryPrecisionModelAndTargetCompilesInSeconds|NativeAndLogical|GroupSize|OnSlow|DetectorFlags|ArtifactKeeps)|Rounding\.(EveryLayer|SameInputs)|KernelInspect\.(IsaKernels|EverySimdCandidate)|MixedPrecision\.Auto|SensitivityResnet18\.(BytesFollow|NarrowerCodes|AlonePartsDo|RankedBy|SameInputs))'
+fi
+# libFuzzer, 60 s per reader (ONNX, .lbm, .npy, images; two at a time), from the committed seeds,
+# under ASan + UBSan: clang-14's readers-only build (scripts/fuzz.sh), 3 min to build and 2 to run
+# here. Any crash, sanitizer report, leak, 20 s input or 3 GB input fails the suite and leaves the
+# input in build/fuzz-readers/findings/. Long campaigns: `bash scripts/fuzz.sh 1800`.
+if [ "${LOWBIT_SKIP_FUZZ:-0}" != 1 ]; then
+  LOWBIT_FUZZ_COVERAGE=readers bash scripts/fuzz.sh "${LOWBIT_FUZZ_SECONDS:-60}"
 fi
 # AArch64 (NEON, dot product) cross-compiled and run under qemu-aarch64.
 if [ "${LOWBIT_SKIP_AARCH64:-0}" != 1 ]; then
