@@ -164,6 +164,7 @@ struct ConvCase {
   float act_min = -INFINITY, act_max = INFINITY;
   std::string post_op = "";  // fused activation after the clamp (post_op attribute)
   float post_alpha = NAN, post_beta = NAN;
+  float post_scale = 1.0f, post_shift = 0.0f;  // then y * post_scale + post_shift
 
   std::string str() const {
     std::ostringstream s;
@@ -173,6 +174,7 @@ struct ConvCase {
     s << " g" << group << (bias ? " bias" : "") << (residual ? " residual" : "");
     if (std::isfinite(act_min) || std::isfinite(act_max)) s << " clamp[" << act_min << "," << act_max << "]";
     if (!post_op.empty()) s << " post " << post_op;
+    if (post_scale != 1.0f || post_shift != 0.0f) s << " * " << post_scale << " + " << post_shift;
     return s.str();
   }
 };
@@ -193,6 +195,8 @@ OneNode make_conv(const ConvCase& c, std::mt19937& rng) {
   if (!c.post_op.empty()) a.set("post_op", c.post_op);
   if (!std::isnan(c.post_alpha)) a.set("post_alpha", c.post_alpha);
   if (!std::isnan(c.post_beta)) a.set("post_beta", c.post_beta);
+  if (c.post_scale != 1.0f) a.set("post_scale", c.post_scale);
+  if (c.post_shift != 0.0f) a.set("post_shift", c.post_shift);
   std::vector<ValueId> ins = {x, w, b};
   if (c.residual) {
     const int64_t OH = (c.H + c.pads[0] + c.pads[2] - ((c.KH - 1) * c.DH + 1)) / c.SH + 1;
@@ -530,6 +534,41 @@ TEST(F32Kernels, ConvPostOps) {
       }
     }
   EXPECT_GE(checked, 7 * 6);  // every shape ran on at least one row
+}
+
+// A scale and shift after the activation (fuse_epilogues' post_scale / post_shift: PP-LCNet's
+// learnable affine after HardSwish), with and without a post-op, on every fp32 conv row the host
+// runs: the same shapes as ConvPostOps (tile tails, Winograd edges, depthwise stride 2 and 5x5).
+TEST(F32Kernels, ConvPostAffine) {
+  std::vector<std::string> rows = host_gemm_candidates("f32-conv2d-");
+  for (const std::string& r : host_gemm_candidates("f32-dwconv2d-")) rows.push_back(r);
+  if (rows.empty()) GTEST_SKIP() << "host has no SIMD fp32 conv kernels";
+  const std::vector<ConvCase> shapes = {
+      {.C = 20, .H = 10, .W = 9, .M = 30, .KH = 1, .KW = 1, .act_min = 0},
+      {.C = 9, .H = 15, .W = 14, .M = 13, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .act_min = -0.5f, .act_max = 2},
+      {.C = 300, .H = 12, .W = 11, .M = 25, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .post_op = "HardSwish"},
+      {.C = 64, .H = 7, .W = 7, .M = 40, .KH = 1, .KW = 1, .post_op = "HardSwish"},
+      {.C = 5, .H = 11, .W = 19, .M = 5, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .pads = {1, 1, 1, 1}, .group = 5,
+       .post_op = "HardSwish"},
+      {.C = 6, .H = 9, .W = 13, .M = 6, .KH = 5, .KW = 5, .pads = {2, 2, 2, 2}, .group = 6, .residual = true,
+       .act_min = 0, .post_op = "SiLU"},
+  };
+  std::mt19937 rng(13);
+  int checked = 0;
+  for (ConvCase c : shapes)
+    for (auto [scale, shift] : std::vector<std::pair<float, float>>{{0.63f, -0.55f}, {1.0f, 0.8f}, {-2.5f, 0.0f}}) {
+      c.post_scale = scale;
+      c.post_shift = shift;
+      SCOPED_TRACE(c.str());
+      OneNode t = make_conv(c, rng);
+      for (const std::string& name : rows) {
+        if (!t.check(name).empty()) continue;
+        SCOPED_TRACE(name);
+        check_against_reference(t, name, c.str());
+        ++checked;
+      }
+    }
+  EXPECT_GE(checked, 6 * 3);
 }
 
 TEST(F32Kernels, ConvChecksGiveReasons) {

@@ -558,5 +558,86 @@ TEST(F32VElementwise, ConvPostOpFusionMatchesTheUnfusedGraph) {
   EXPECT_NO_THROW(calibrate_model(*mp, q));
 }
 
+// A PP-LCNet block as Paddle2ONNX writes it (the PP-OCRv4 detector's backbone):
+//   Conv 3x3 -> Mul(a) -> Add(b) -> x * Clip(x + 3, 0, 6) / 6 -> Mul(a2) -> Add(b2)
+//   -> depthwise Conv 3x3 -> Mul(per-channel) -> Sub(c) -> Conv 1x1 -> x * HardSigmoid(x; 1/6, 0.5) -> y
+// plus a spelled-out HardSwish whose x + 3 is also a graph output (not fusable). Optimised, the
+// affines before an activation fold into the convs' weights, the two HardSwishes become the convs'
+// post_op and the affine after it their post_scale / post_shift: the same outputs as the graph run
+// as written, and no Mul, Add, Sub, Clip or Div left but the unfusable one's.
+TEST(F32VElementwise, LcnetBlockFusionMatchesTheUnfusedGraph) {
+  std::mt19937 rng(22);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  auto rand = [&](Shape s) {
+    Tensor t(DType::f32, s);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+    return t;
+  };
+  auto scalar = [](float v) {
+    Tensor t(DType::f32, {1});
+    t.data<float>()[0] = v;
+    return t;
+  };
+  Graph g;
+  const ValueId x = g.add_value("x", DType::f32, {1, 8, 13, 11}, true);
+  g.inputs = {x};
+  int k = 0;
+  auto node = [&](const std::string& op, std::vector<ValueId> in, Attributes a = {}) {
+    const ValueId y = g.add_value(op + "_y" + std::to_string(k));
+    g.add_node(op, op + std::to_string(k++), std::move(in), {y}, std::move(a));
+    return y;
+  };
+  auto c = [&](float v) { return g.add_constant("c" + std::to_string(k++), scalar(v)); };
+  auto conv = [&](ValueId in, int64_t C, int64_t M, int64_t kk, int64_t group) {
+    Attributes a;
+    a.set("kernel_shape", std::vector<int64_t>{kk, kk});
+    a.set("pads", std::vector<int64_t>(4, kk / 2));
+    a.set("group", group);
+    const ValueId w = g.add_constant("w" + std::to_string(k), rand({M, C / group, kk, kk}));
+    const ValueId b = g.add_constant("b" + std::to_string(k), rand({M}));
+    return node("Conv", {in, w, b}, a);
+  };
+  auto hardswish = [&](ValueId v, ValueId* plus3 = nullptr) {
+    const ValueId p = node("Add", {v, c(3.0f)});
+    if (plus3) *plus3 = p;
+    const ValueId cl = node("Clip", {p, c(0.0f), c(6.0f)});
+    return node("Div", {node("Mul", {v, cl}), c(6.0f)});
+  };
+  ValueId cur = node("Add", {node("Mul", {c(0.94f), conv(x, 8, 16, 3, 1)}), c(0.5f)});
+  cur = node("Add", {node("Mul", {hardswish(cur), c(0.48f)}), c(-0.01f)});
+  const ValueId dw = conv(cur, 16, 16, 3, 16);
+  cur = node("Sub", {node("Mul", {dw, g.add_constant("pc", rand({16, 1, 1}))}), c(0.3f)});
+  const ValueId pw = conv(cur, 16, 12, 1, 1);
+  Attributes hs;
+  hs.set("alpha", 1.0f / 6.0f);
+  hs.set("beta", 0.5f);
+  const ValueId y = node("Mul", {pw, node("HardSigmoid", {pw}, hs)});
+  ValueId plus3 = kNoValue;
+  const ValueId y2 = hardswish(conv(x, 8, 4, 1, 1), &plus3);
+  g.outputs = {y, y2, plus3};
+  validate(g);
+
+  CompileOptions plain;
+  plain.optimize = false;
+  auto mf = CompiledModel::compile(g, CompileOptions{});
+  auto mp = CompiledModel::compile(g, plain);
+  int post_hardswish = 0, post_affine = 0, arithmetic = 0;
+  for (const Node& n : mf->graph().nodes) {
+    post_hardswish += n.attrs.get_string("post_op", "") == "HardSwish";
+    post_affine += n.attrs.has("post_scale") && n.attrs.has("post_shift");
+    arithmetic += n.op == "Mul" || n.op == "Add" || n.op == "Sub" || n.op == "Clip" || n.op == "Div";
+  }
+  EXPECT_EQ(post_hardswish, 2);  // the first conv's and the pointwise conv's
+  EXPECT_EQ(post_affine, 1);
+  EXPECT_EQ(arithmetic, 4);  // the unfusable HardSwish: Add, Clip, Mul, Div
+  const std::vector<Tensor> in = {rand({1, 8, 13, 11})};
+  const std::vector<Tensor> a = mf->run(in), b = mp->run(in);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t o = 0; o < a.size(); ++o)
+    for (int64_t i = 0; i < a[o].numel(); ++i)
+      ASSERT_NEAR(a[o].data<float>()[i], b[o].data<float>()[i], 2e-5f * (1 + std::fabs(b[o].data<float>()[i])))
+          << "output " << o << " element " << i;
+}
+
 }  // namespace
 }  // namespace lowbit

@@ -1,6 +1,7 @@
 #include "lowbit/ir/op_params.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "lowbit/common/error.h"
 #include "lowbit/ir/op_schema.h"
@@ -173,6 +174,11 @@ Conv2dParams conv2d_params(const Graph& g, const Node& n) {
     p.post_alpha = n.attrs.get_float("post_alpha", p.post_op == "HardSigmoid" ? 0.2f : 0.01f);
     p.post_beta = n.attrs.get_float("post_beta", 0.5f);
   }
+  p.post_scale = n.attrs.get_float("post_scale", 1.0f);
+  p.post_shift = n.attrs.get_float("post_shift", 0.0f);
+  if (!std::isfinite(p.post_scale) || !std::isfinite(p.post_shift))
+    fail(n, "post_scale and post_shift must be finite, got " + std::to_string(p.post_scale) + " and " +
+            std::to_string(p.post_shift));
   return p;
 }
 

@@ -23,6 +23,10 @@ struct Conv2dParams {
   // e.g. SiLU or HardSwish; empty: none), with its alpha / beta when it has them.
   std::string post_op;
   float post_alpha = 0.0f, post_beta = 0.0f;
+  // Then a scale and shift by constants (attributes post_scale / post_shift, fuse_epilogues):
+  // y = post_op(clamp(...)) * post_scale + post_shift.
+  float post_scale = 1.0f, post_shift = 0.0f;
+  bool has_post_affine() const { return post_scale != 1.0f || post_shift != 0.0f; }
 
   int64_t C_per_group() const { return C / group; }
   int64_t M_per_group() const { return M / group; }

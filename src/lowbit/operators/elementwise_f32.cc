@@ -240,7 +240,8 @@ std::unique_ptr<Kernel> create_velementwise_avx2(const NodeContext& ctx) { retur
 std::unique_ptr<Kernel> create_velementwise_neon(const NodeContext& ctx) { return create_with(ctx, f32_velementwise_neon()); }
 #endif
 
-ConvPostOp::ConvPostOp(const Conv2dParams& p, const Target& target) {
+ConvPostOp::ConvPostOp(const Conv2dParams& p, const Target& target)
+    : affine_(p.has_post_affine()), scale_(p.post_scale), shift_(p.post_shift) {
   if (p.post_op.empty()) return;
   const VElementwiseOp* e = find_velementwise_op(p.post_op);
   if (!e || !e->unary) throw Error("Conv post_op " + p.post_op + " has no element-wise kernel");

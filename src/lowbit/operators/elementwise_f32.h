@@ -23,14 +23,24 @@ class ConvPostOp {
  public:
   ConvPostOp() = default;
   ConvPostOp(const Conv2dParams& p, const Target& target);
-  explicit operator bool() const { return fn_ != nullptr; }
+  explicit operator bool() const { return fn_ != nullptr || affine_; }
   void operator()(float* y, int64_t n) const {
-    if (fn_ && n > 0) fn_(static_cast<size_t>(n), y, y, params_);
+    if (n <= 0) return;
+    if (fn_) fn_(static_cast<size_t>(n), y, y, params_);
+    // post_scale / post_shift: a multiply, then an add, each rounded, as the Mul and Add nodes
+    // fuse_epilogues took them from (over a tile in L1; the loop vectorises).
+    if (affine_)
+      for (int64_t i = 0; i < n; ++i) {
+        const float scaled = y[i] * scale_;
+        y[i] = scaled + shift_;
+      }
   }
 
  private:
   VUnaryFn fn_ = nullptr;
   VUnaryParams params_;
+  bool affine_ = false;
+  float scale_ = 1.0f, shift_ = 0.0f;
 };
 
 // "" when one of the rows can run the node, else why not (dtype, broadcast pattern).

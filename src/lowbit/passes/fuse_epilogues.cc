@@ -1,6 +1,7 @@
 #include <limits>
 
 #include "lowbit/ir/op_schema.h"
+#include "lowbit/passes/graph_match.h"
 #include "lowbit/passes/passes.h"
 
 namespace lowbit {
@@ -50,6 +51,30 @@ int fuse_epilogues(Graph& g, bool post_ops) {
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       Node& n = g.nodes[i];
       if (erase[i]) continue;
+      if (post_ops && (n.op == "Mul" || n.op == "Add") && n.inputs.size() == 2) {
+        // A scale or shift by one constant after an fp32 Conv's fused activation (PP-LCNet's
+        // learnable affine after each HardSwish: 48 Mul + Add pairs in the PP-OCRv4 detector)
+        // runs in the same epilogue: y = act(conv) * post_scale + post_shift. Before the
+        // activation, fold_conv_affine has folded such constants into the weights.
+        bool done = false;
+        for (int side = 0; side < 2 && !done; ++side) {
+          const ValueId x = n.inputs[static_cast<size_t>(side)];
+          const std::optional<float> k = match::scalar(g, n.inputs[static_cast<size_t>(1 - side)]);
+          const NodeId p = producer[static_cast<size_t>(x)];
+          if (!k || p < 0 || erase[static_cast<size_t>(p)] || !match::single_use(g, consumers, x)) continue;
+          Node& conv = g.nodes[static_cast<size_t>(p)];
+          if (conv.op != "Conv" || g.value(x).dtype != DType::f32 || g.value(n.outputs[0]).shape != g.value(x).shape ||
+              !(conv.attrs.has("post_op") || conv.attrs.has("act_min") || conv.attrs.has("act_max")))
+            continue;
+          const float scale = conv.attrs.get_float("post_scale", 1.0f), shift = conv.attrs.get_float("post_shift", 0.0f);
+          conv.attrs.set("post_scale", n.op == "Mul" ? scale * *k : scale);
+          conv.attrs.set("post_shift", n.op == "Mul" ? shift * *k : shift + *k);
+          absorb(conv, n, erase, i);
+          ++fused;
+          changed = done = true;
+        }
+        if (done) continue;
+      }
       if (n.op == "Add" && n.inputs.size() == 2) {
         // Fuse into the Conv that runs later, so the residual already exists when it runs.
         for (int side = 0; side < 2; ++side) {
@@ -81,7 +106,9 @@ int fuse_epilogues(Graph& g, bool post_ops) {
         const NodeId p = producer[static_cast<size_t>(x)];
         if (p < 0 || erase[static_cast<size_t>(p)]) continue;
         Node& conv = g.nodes[static_cast<size_t>(p)];
-        if (conv.op != "Conv" || conv.attrs.has("post_op") || g.value(x).dtype != DType::f32) continue;
+        if (conv.op != "Conv" || conv.attrs.has("post_op") || conv.attrs.has("post_scale") ||
+            conv.attrs.has("post_shift") || g.value(x).dtype != DType::f32)
+          continue;
         if (consumers[static_cast<size_t>(x)].size() != 1 || is_graph_output(g, x)) continue;
         conv.attrs.set("post_op", n.op);
         for (const char* a : {"alpha", "beta"})

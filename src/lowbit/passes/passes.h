@@ -38,6 +38,13 @@ int remove_identities(Graph& g);
 // Mul(x, Sigmoid(x)) becomes SiLU(x) (lowbit's op; the Sigmoid read only by that Mul).
 int fuse_silu(Graph& g);
 
+// x * Clip(x + 3, 0, 6) / 6 and x * HardSigmoid(x; 1/6, 0.5) become HardSwish(x).
+int fuse_hardswish(Graph& g);
+
+// Conv -> Mul / Add (either side) or Sub / Div (the conv on the left) by a one-element or
+// per-output-channel constant: folded into the conv's weights and bias.
+int fold_conv_affine(Graph& g);
+
 // Conv + Add(residual) + Relu/Clip, Gemm + Relu/Clip and (inference) BatchNormalization +
 // Relu/Clip become one node with a fused epilogue
 // (attributes act_min/act_max, Conv input 3 = residual); an fp32 Conv then takes the activation

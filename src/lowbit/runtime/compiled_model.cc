@@ -69,7 +69,9 @@ std::unique_ptr<CompiledModel> CompiledModel::compile(Graph graph, const Compile
     lower_conv_transpose(graph);
     fold_batch_norm(graph);
     binarize_convs(graph);
+    fold_conv_affine(graph);  // after binarize: a binary conv's +-1 weights stay as they are
     fuse_silu(graph);
+    fuse_hardswish(graph);
     fuse_epilogues(graph, opts.fuse_post_ops);
     pack_binary_chains(graph);
   }

@@ -19,7 +19,7 @@ using TP = onnx::TensorProto;
 
 // lowbit-internal node forms that ONNX cannot express.
 void check_exportable(const Graph& g, const Node& n) {
-  for (const char* attr : {"act_min", "act_max", "post_op"})
+  for (const char* attr : {"act_min", "act_max", "post_op", "post_scale", "post_shift"})
     if (n.attrs.has(attr))
       throw Error("node " + n.label() + ": attribute '" + attr +
                   "' is a lowbit-internal fused activation; export the graph before passes");

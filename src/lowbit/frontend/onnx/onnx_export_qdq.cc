@@ -136,6 +136,7 @@ class QdqExporter {
   // opset 13 lacks.
   static bool exported_attr(const Node& n, const std::string& k) {
     return !(k == "act_min" || k == "act_max" || k == "post_op" || k == "post_alpha" || k == "post_beta" ||
+             k == "post_scale" || k == "post_shift" ||
              k == "qdq_unfused" || k == kPinnedKernelAttr ||
              k == kPrepackedAttr || k == kPrepackedKeyAttr) &&
            opset13_attribute(n, k);
@@ -351,7 +352,8 @@ class QdqExporter {
   // table on the node). ORT fuses what it has int8 kernels for and runs the rest in fp32.
   void emit_qlut(const Node& n) {
     const std::string op = n.attrs.get_string("op", "");
-    const std::string x = dq(n.inputs[0], n), t = fresh(n.name + "_f32");
+    const std::string x = dq(n.inputs[0], n);
+    std::string t = fresh(n.name + "_f32");
     if (op == "SiLU" || op == "HardSwish") {
       emit_gated(op, n.name, x, t);
     } else {
@@ -360,6 +362,21 @@ class QdqExporter {
       onnx::NodeProto* p = node(op, n.name, in, {t});
       for (const auto& [k, v] : n.attrs.all())
         if (k != "op" && exported_attr(n, k)) copy_attr(p, n, k, v);
+    }
+    // The scale and shift the table took in after the op (quantize.cc's absorb_affine).
+    if (n.attrs.has("post_scale")) {
+      const std::string s = fresh(n.name + "_scaled");
+      node("Mul", n.name + "_post_scale",
+           {t, vec_init(n.name + "_post_scale", DType::f32, std::vector<float>{n.attrs.get_float("post_scale", 1.0f)}, true)},
+           {s});
+      t = s;
+    }
+    if (n.attrs.has("post_shift")) {
+      const std::string s = fresh(n.name + "_shifted");
+      node("Add", n.name + "_post_shift",
+           {t, vec_init(n.name + "_post_shift", DType::f32, std::vector<float>{n.attrs.get_float("post_shift", 0.0f)}, true)},
+           {s});
+      t = s;
     }
     q(t, quant(g_, n, n.outputs[0]), name(n.outputs[0]), n.name + "_quantize");
   }
@@ -385,6 +402,7 @@ class QdqExporter {
     const bool conv_residual = n.op == "Conv" && Graph::input_or_none(n, 3) != kNoValue;
     const bool act = n.attrs.has("act_min") || n.attrs.has("act_max");
     const std::string post = n.op == "Conv" ? n.attrs.get_string("post_op", "") : "";
+    const bool affine = n.op == "Conv" && (n.attrs.has("post_scale") || n.attrs.has("post_shift"));
     if (n.op == "Softmax" && n.attrs.get_int("coerce_2d", 0) != 0)
       throw Error("node " + n.label() + ": coerce_2d (opset < 13 Softmax) has no opset-13 form");
     std::vector<std::string> in;
@@ -394,7 +412,7 @@ class QdqExporter {
     std::vector<std::string> out;
     for (ValueId o : n.outputs) out.push_back(o == kNoValue ? "" : g_.value(o).name);
     const std::string final_out = out.empty() ? "" : out[0];
-    if (conv_residual || act || !post.empty()) out[0] = fresh(n.name + "_pre");
+    if (conv_residual || act || !post.empty() || affine) out[0] = fresh(n.name + "_pre");
     auto* p = node(n.op, n.name, in, out);
     copy_attrs(p, n);
     std::string cur = out.empty() ? "" : out[0];
@@ -406,15 +424,27 @@ class QdqExporter {
     if (conv_residual || act) cur = activation(n, cur, nullptr);
     if (!post.empty()) {
       // The fused post-op (passes/fuse_epilogues.cc) as the node it came from.
+      const std::string to = affine ? fresh(n.name + "_" + post) : final_out;
       if (post == "SiLU" || post == "HardSwish") {
-        emit_gated(post, n.name + "_" + post, cur, final_out);
+        emit_gated(post, n.name + "_" + post, cur, to);
       } else {
-        onnx::NodeProto* a = node(post, n.name + "_" + post, {cur}, {final_out});
+        onnx::NodeProto* a = node(post, n.name + "_" + post, {cur}, {to});
         if (post == "LeakyRelu" || post == "HardSigmoid")
           copy_attr(a, n, "alpha", AttrValue(n.attrs.get_float("post_alpha", post == "LeakyRelu" ? 0.01f : 0.2f)));
         if (post == "HardSigmoid") copy_attr(a, n, "beta", AttrValue(n.attrs.get_float("post_beta", 0.5f)));
       }
-    } else if (conv_residual || act) {
+      cur = to;
+    }
+    if (affine) {
+      // post_scale / post_shift: the Mul and Add they were.
+      const std::string scaled = fresh(n.name + "_scaled");
+      node("Mul", n.name + "_post_scale",
+           {cur, vec_init(n.name + "_post_scale", DType::f32, std::vector<float>{n.attrs.get_float("post_scale", 1.0f)}, true)},
+           {scaled});
+      node("Add", n.name + "_post_shift",
+           {scaled, vec_init(n.name + "_post_shift", DType::f32, std::vector<float>{n.attrs.get_float("post_shift", 0.0f)}, true)},
+           {final_out});
+    } else if (post.empty() && (conv_residual || act)) {
       node("Identity", n.name + "_out", {cur}, {final_out});
     }
   }

@@ -79,6 +79,12 @@ void conv(const Graph& g, const Node& n, std::span<const TensorView> in, std::sp
     }
   }
   if (!p.post_op.empty()) apply_post_op(g, p, n, out[0]);
+  if (p.has_post_affine()) {
+    for (int64_t i = 0, e = p.N * p.M * p.OH * p.OW; i < e; ++i) {
+      const float scaled = y[i] * p.post_scale;
+      y[i] = scaled + p.post_shift;
+    }
+  }
 }
 
 // ConvTranspose with 1-3 spatial dims (lower ranks are treated as 3-D with unit leading axes).
