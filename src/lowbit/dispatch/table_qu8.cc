@@ -209,6 +209,10 @@ std::vector<KernelCandidate> qu8_candidates() {
                LOWBIT_X86_ONLY(create_qgemm_u8_gemv_avx2), {"qu8_gemv_acc__avx2"}});
   t.push_back({"QAdd", "qu8-vadd-avx2", x86, {F::avx2, F::fma}, check_qadd_u8, LOWBIT_X86_ONLY(create_qadd_u8_avx2),
                {"qu8_vadd__avx2"}});
+  // Tables of codes (QLut): two vpermi2b per 64 bytes; the PP-OCRv4 detector's 34 HardSwish tables
+  // took 11 of its 37 int8 ms in the scalar loop.
+  t.push_back({"QLut", "qu8-lut-64-avx512vbmi", x86, {F::avx512f, F::avx512bw, F::avx512vbmi}, check_qlut_u8,
+               LOWBIT_X86_ONLY(create_qlut_u8_avx512vbmi), {"qu8_lut__avx512vbmi"}});
   t.push_back({"QMul", "qu8-vmul-avx2", x86, {F::avx2, F::fma}, check_qmul_u8, LOWBIT_X86_ONLY(create_qmul_u8_avx2),
                {"qu8_vmul_k1__avx2", "qu8_vmul_kn__avx2"}});
   // Per-tensor u8 only; per-axis and i8 fall through to the reference.
@@ -263,6 +267,8 @@ std::vector<KernelCandidate> qu8_candidates() {
                LOWBIT_AARCH64_ONLY(create_qgemm_u8_gemv_neon), {"qu8_gemv_acc__neon"}});
   t.push_back({"QAdd", "qu8-vadd-neon", arm, {F::neon}, check_qadd_u8, LOWBIT_AARCH64_ONLY(create_qadd_u8_neon),
                {"qu8_vadd__neon"}});
+  t.push_back({"QLut", "qu8-lut-16-neon", arm, {F::neon}, check_qlut_u8, LOWBIT_AARCH64_ONLY(create_qlut_u8_neon),
+               {"qu8_lut__neon"}});
   t.push_back({"QMul", "qu8-vmul-neon", arm, {F::neon}, check_qmul_u8, LOWBIT_AARCH64_ONLY(create_qmul_u8_neon),
                {"qu8_vmul_k1__neon", "qu8_vmul_kn__neon"}});
   t.push_back({"QuantizeLinear", "qu8-quantize-neon", arm, {F::neon}, check_quantize_u8,
@@ -285,7 +291,7 @@ std::vector<KernelCandidate> qu8_candidates() {
                  create_binary_conv2d_portable, {}, nullptr, codes});
   // Element-wise maps on codes (HardSwish, Sigmoid, SiLU...): one lookup in a 256-entry table per
   // byte, in place of DequantizeLinear, the fp32 op and QuantizeLinear.
-  t.push_back({"QLut", "qu8-lut-scalar", x86, {}, check_qlut_u8, create_qlut_u8});
+  t.push_back({"QLut", "qu8-lut-scalar", x86, {}, check_qlut_u8, create_qlut_u8_scalar, {"qu8_lut__scalar"}});
   // Packed signs: an AND of words, 64 channels at a time (portable C++ the compiler vectorises).
   t.push_back({"MaxPool", "qb1-maxpool2d-nhwc-and", x86, {}, check_maxpool2d_b1, create_maxpool2d_b1, {}, nullptr,
                {{DType::b1}, {}}});

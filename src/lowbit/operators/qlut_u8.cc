@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "lowbit/kernels/qu8-lut/qu8_lut.h"
 #include "lowbit/operators/operator_util.h"
 
 namespace lowbit {
@@ -9,24 +10,24 @@ namespace {
 
 class QLut final : public Kernel {
  public:
-  explicit QLut(const NodeContext& ctx) { std::memcpy(table_, ctx.constant(1)->data<uint8_t>(), 256); }
+  QLut(const NodeContext& ctx, Qu8LutFn fn) : fn_(fn) { std::memcpy(table_, ctx.constant(1)->data<uint8_t>(), 256); }
 
   void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const uint8_t* x = in[0].as<uint8_t>();
     uint8_t* y = out[0].as<uint8_t>();
     const int64_t n = out[0].numel();
-    // 64 KB per task: a table lookup costs about a cycle per byte, so smaller tasks would spend
-    // as much on scheduling as on lookups.
+    // 64 KB per task: the scalar lookup costs about a cycle per byte, so smaller tasks would spend
+    // as much on scheduling as on lookups (and the SIMD rows are memory-bound well before).
     constexpr int64_t kChunk = 64 * 1024;
     pool.parallel_for(ops::ceil_div(n, kChunk), [&](int64_t t, int) {
       const int64_t lo = t * kChunk, hi = std::min(n, lo + kChunk);
-      const uint8_t* tab = table_;  // a local copy of the pointer: the stores cannot move it
-      for (int64_t i = lo; i < hi; ++i) y[i] = tab[x[i]];
+      fn_(static_cast<size_t>(hi - lo), x + lo, y + lo, table_);
     });
   }
 
  private:
-  uint8_t table_[256];
+  Qu8LutFn fn_;
+  alignas(64) uint8_t table_[256];
 };
 
 }  // namespace
@@ -38,6 +39,16 @@ std::string check_qlut_u8(const NodeContext& ctx) {
   return "";
 }
 
-std::unique_ptr<Kernel> create_qlut_u8(const NodeContext& ctx) { return std::make_unique<QLut>(ctx); }
+std::unique_ptr<Kernel> create_qlut_u8_scalar(const NodeContext& ctx) {
+  return std::make_unique<QLut>(ctx, qu8_lut__scalar);
+}
+#if defined(__x86_64__)
+std::unique_ptr<Kernel> create_qlut_u8_avx512vbmi(const NodeContext& ctx) {
+  return std::make_unique<QLut>(ctx, qu8_lut__avx512vbmi);
+}
+#endif
+#if defined(__aarch64__)
+std::unique_ptr<Kernel> create_qlut_u8_neon(const NodeContext& ctx) { return std::make_unique<QLut>(ctx, qu8_lut__neon); }
+#endif
 
 }  // namespace lowbit

@@ -11,6 +11,7 @@
 #include "lowbit/ir/op_schema.h"
 #include "lowbit/io/synthetic.h"
 #include "lowbit/kernels/reference/reference.h"
+#include "lowbit/passes/graph_match.h"
 
 namespace lowbit {
 
@@ -265,16 +266,22 @@ class Rewriter {
     u8_.assign(f.values.size(), kNoValue);
     q_.name = f.name;
     for (auto& [node, why] : nodes_kept_8bit(f, opts)) kept_8bit_.insert(node);
+    consumers_ = f.consumers();
+    absorbed_.assign(f.nodes.size(), 0);
   }
 
   Graph run(const std::set<std::string>& keep_fp32) {
+    keep_fp32_ = &keep_fp32;
     for (ValueId v : f_.inputs) {
       const Value& val = f_.value(v);
       f32_[static_cast<size_t>(v)] = q_.add_value(val.name, val.dtype, val.shape, val.shape_known);
       q_.inputs.push_back(f32_[static_cast<size_t>(v)]);
     }
-    for (const Node& n : f_.nodes)
+    for (size_t i = 0; i < f_.nodes.size(); ++i) {
+      const Node& n = f_.nodes[i];
+      if (absorbed_[i]) continue;  // its table is an earlier QLut's
       if (keep_fp32.count(n.name) || !quantize(n)) copy_fp32(n);
+    }
     for (ValueId v : f_.outputs) q_.outputs.push_back(f32(v));
     return std::move(q_);
   }
@@ -555,12 +562,24 @@ class Rewriter {
     for (int32_t c = 0; c < 256; ++c) codes.data<float>()[c] = (static_cast<float>(c) - qx.zero_point[0]) * qx.scale[0];
     args[0] = &codes;
     const std::vector<Tensor> mapped = evaluate_reference(m, m.nodes[0], args);
+    float scale = 1.0f, shift = 0.0f;
+    std::vector<NodeId> taken;
+    if (const ValueId last = absorb_affine(y, scale, shift, taken); last != y && has_range(last)) {
+      y = last;
+      for (NodeId t : taken) absorbed_[static_cast<size_t>(t)] = 1;
+    } else {
+      scale = 1.0f, shift = 0.0f;
+    }
     ValueId out = new_u8(y, act_params(y));
     const QuantParams& qy = *q_.value(out).quant;
     const CodeRange range = code_range(q_.value(out));
     Tensor table(DType::u8, {256});
     for (int32_t c = 0; c < 256; ++c) {
-      const float v = mapped[0].data<float>()[c];  // NaN (Sqrt of a negative code) reads as 0
+      float v = mapped[0].data<float>()[c];  // NaN (Sqrt of a negative code) reads as 0
+      if (scale != 1.0f || shift != 0.0f) {     // as the Mul and Add it took in: two roundings
+        const float scaled = v * scale;
+        v = scaled + shift;
+      }
       const float r = std::isnan(v) ? 0.0f : std::clamp(std::nearbyintf(v / qy.scale[0]), -1e9f, 1e9f);
       table.data<uint8_t>()[c] =
           static_cast<uint8_t>(std::clamp<int64_t>(static_cast<int64_t>(r) + qy.zero_point[0], range.lo, range.hi));
@@ -569,8 +588,43 @@ class Rewriter {
     for (size_t i = 1; i < n.inputs.size(); ++i) in.push_back(n.inputs[i] == kNoValue ? kNoValue : f32(n.inputs[i]));
     Attributes attrs = n.attrs;
     attrs.set("op", n.op);
+    if (scale != 1.0f) attrs.set("post_scale", scale);
+    if (shift != 0.0f) attrs.set("post_shift", shift);
     q_.add_node("QLut", n.name, in, {out}, attrs);
     return true;
+  }
+
+  // The scalar affine steps after an element-wise map that only the map's output reads (Mul or
+  // Add by one constant; Sub or Div by one on the right): PP-LCNet's learnable scale and shift
+  // after every HardSwish, 24 in the PP-OCRv4 detector. The map's table applies them too, so they
+  // cost nothing at run time and add no quantization of their own (as fp32 ops they ran between a
+  // DequantizeLinear and a QuantizeLinear: four passes over the tensor). Returns the last value
+  // taken in, the nodes in `taken`; `scale` and `shift` compose them as y * scale + shift.
+  ValueId absorb_affine(ValueId y, float& scale, float& shift, std::vector<NodeId>& taken) const {
+    for (;;) {
+      const std::vector<NodeId>& readers = consumers_[static_cast<size_t>(y)];
+      if (readers.size() != 1 || match::is_output(f_, y)) return y;
+      const Node& c = f_.nodes[static_cast<size_t>(readers[0])];
+      if (keep_fp32_->count(c.name) || c.inputs.size() != 2 || c.outputs.size() != 1 || c.inputs[0] == c.inputs[1])
+        return y;
+      const int side = c.inputs[0] == y ? 0 : 1;
+      const std::optional<float> k = match::scalar(f_, c.inputs[static_cast<size_t>(1 - side)]);
+      const ValueId out = c.outputs[0];
+      if (!k || !std::isfinite(*k) || fv(out).shape != fv(y).shape || fv(out).dtype != DType::f32) return y;
+      if (c.op == "Mul") {
+        scale *= *k, shift *= *k;
+      } else if (c.op == "Add") {
+        shift += *k;
+      } else if (c.op == "Sub" && side == 0) {
+        shift -= *k;
+      } else if (c.op == "Div" && side == 0 && *k != 0.0f) {
+        scale /= *k, shift /= *k;
+      } else {
+        return y;
+      }
+      taken.push_back(readers[0]);
+      y = out;
+    }
   }
 
   // Concat of codes: one set of parameters for the output (its calibrated range, which covers
@@ -649,6 +703,9 @@ class Rewriter {
   std::set<std::string> kept_8bit_;
   Graph q_;
   std::vector<ValueId> f32_, u8_;
+  std::vector<std::vector<NodeId>> consumers_;  // of f_
+  std::vector<char> absorbed_;                  // f_'s nodes a QLut's table took in
+  const std::set<std::string>* keep_fp32_ = nullptr;
 };
 
 // The Conv / Gemm nodes the rewriter quantizes, in graph order (what "first" and "last" refer to).
@@ -743,8 +800,8 @@ std::vector<DType> activation_widths(const Graph& g, const QuantizeOptions& give
 // which calibration measures and the quantized graph needs as a value of its own.
 static void require_unfused_post_ops(const Graph& g) {
   for (const Node& n : g.nodes)
-    if (n.attrs.has("post_op"))
-      throw Error("node " + n.label() + " applies its " + n.attrs.get_string("post_op", "") +
+    if (n.attrs.has("post_op") || n.attrs.has("post_scale") || n.attrs.has("post_shift"))
+      throw Error("node " + n.label() + " applies its " + n.attrs.get_string("post_op", "scale and shift") +
                   " inside the conv, so its output before the activation cannot be calibrated or quantized: "
                   "compile the fp32 model to quantize with CompileOptions::fuse_post_ops = false");
 }

@@ -28,7 +28,8 @@ struct FeatureRow {
 constexpr FeatureRow kFeatures[] = {
     {"sse41", Arch::x86_64},   {"avx2", Arch::x86_64},     {"fma", Arch::x86_64},  {"avx512f", Arch::x86_64},
     {"avx512bw", Arch::x86_64}, {"avx512vnni", Arch::x86_64}, {"avxvnni", Arch::x86_64}, {"amx_int8", Arch::x86_64},
-    {"neon", Arch::aarch64},   {"dotprod", Arch::aarch64}, {"i8mm", Arch::aarch64}, {"avx512vpopcntdq", Arch::x86_64}};
+    {"neon", Arch::aarch64},   {"dotprod", Arch::aarch64}, {"i8mm", Arch::aarch64}, {"avx512vpopcntdq", Arch::x86_64},
+    {"avx512vbmi", Arch::x86_64}};
 static_assert(sizeof(kFeatures) / sizeof(kFeatures[0]) == static_cast<size_t>(Feature::count_));
 
 Target make(const std::string& name, Arch arch, std::initializer_list<Feature> fs) {
@@ -52,7 +53,7 @@ const std::map<std::string, Target>& named() {
       {"alderlake", make("alderlake", Arch::x86_64, {F::sse41, F::avx2, F::fma, F::avxvnni})},
       {"sapphirerapids", make("sapphirerapids", Arch::x86_64,
                               {F::sse41, F::avx2, F::fma, F::avx512f, F::avx512bw, F::avx512vnni, F::avxvnni,
-                               F::amx_int8, F::avx512vpopcntdq})},
+                               F::amx_int8, F::avx512vpopcntdq, F::avx512vbmi})},
       {"cortex-a72", make("cortex-a72", Arch::aarch64, {F::neon})},
       {"neoverse-n1", make("neoverse-n1", Arch::aarch64, {F::neon, F::dotprod})},
       {"armv8.6-a", make("armv8.6-a", Arch::aarch64, {F::neon, F::dotprod, F::i8mm})},
@@ -87,6 +88,7 @@ Target detect() {
     if (zmm_ok && (b7 & bit_AVX512BW)) t.add(F::avx512bw);
     if (zmm_ok && (c7 & (1u << 11))) t.add(F::avx512vnni);
     if (zmm_ok && (c7 & (1u << 14))) t.add(F::avx512vpopcntdq);
+    if (zmm_ok && (c7 & (1u << 1))) t.add(F::avx512vbmi);
     if (amx_ok && (d7 & (1u << 25))) t.add(F::amx_int8);
     unsigned b71 = 0, c71 = 0, d71 = 0;
     if (__get_cpuid_count(7, 1, &a71, &b71, &c71, &d71) && ymm_ok && (a71 & (1u << 4))) t.add(F::avxvnni);
@@ -112,9 +114,10 @@ Target apply_isa_cap(Target t, const char* cap) {
       {"sse41", {F::sse41}},
       {"avx2", {F::sse41, F::avx2, F::fma}},
       {"avxvnni", {F::sse41, F::avx2, F::fma, F::avxvnni}},
-      {"avx512", {F::sse41, F::avx2, F::fma, F::avx512f, F::avx512bw, F::avx512vpopcntdq}},
+      {"avx512", {F::sse41, F::avx2, F::fma, F::avx512f, F::avx512bw, F::avx512vpopcntdq, F::avx512vbmi}},
       {"avx512vnni",
-       {F::sse41, F::avx2, F::fma, F::avx512f, F::avx512bw, F::avx512vnni, F::avxvnni, F::avx512vpopcntdq}},
+       {F::sse41, F::avx2, F::fma, F::avx512f, F::avx512bw, F::avx512vnni, F::avxvnni, F::avx512vpopcntdq,
+        F::avx512vbmi}},
       {"neon", {F::neon}},
       {"dotprod", {F::neon, F::dotprod}},
   };

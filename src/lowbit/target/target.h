@@ -22,6 +22,7 @@ enum class Feature : uint8_t {
   dotprod,
   i8mm,
   avx512vpopcntdq,  // vpopcntq: Ice Lake, Sapphire Rapids, Zen 4+ (not Skylake-X / Cascade Lake)
+  avx512vbmi,       // vpermi2b (byte permutes over two registers): Ice Lake, Sapphire Rapids, Zen 4+
   count_,
 };
 
