@@ -160,7 +160,7 @@ TEST(QLut, EveryRowMatchesTheReference) {
       if (!candidate_cannot_run(*kc, NodeContext{probe, probe.nodes[0], host_target(), 1}).empty()) continue;
     }
     ++rows;
-    for (int64_t n : {1, 15, 63, 64, 65, 127, 4097, 65536 + 33, 200001}) {
+    for (int64_t n : {1, 15, 31, 32, 33, 63, 64, 65, 127, 4097, 65536 + 33, 200001}) {
       Graph g;
       ValueId x = g.add_value("x", DType::u8, {1, n}, true);
       g.value(x).quant = QuantParams{{0.05f}, {7}, -1};

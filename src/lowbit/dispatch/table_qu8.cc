@@ -213,6 +213,9 @@ std::vector<KernelCandidate> qu8_candidates() {
   // took 11 of its 37 int8 ms in the scalar loop.
   t.push_back({"QLut", "qu8-lut-64-avx512vbmi", x86, {F::avx512f, F::avx512bw, F::avx512vbmi}, check_qlut_u8,
                LOWBIT_X86_ONLY(create_qlut_u8_avx512vbmi), {"qu8_lut__avx512vbmi"}});
+  // Without VBMI: 16 vpshufb per 32 bytes over the table's 16-entry slices.
+  t.push_back({"QLut", "qu8-lut-32-avx2", x86, {F::avx2}, check_qlut_u8, LOWBIT_X86_ONLY(create_qlut_u8_avx2),
+               {"qu8_lut__avx2"}});
   t.push_back({"QMul", "qu8-vmul-avx2", x86, {F::avx2, F::fma}, check_qmul_u8, LOWBIT_X86_ONLY(create_qmul_u8_avx2),
                {"qu8_vmul_k1__avx2", "qu8_vmul_kn__avx2"}});
   // Per-tensor u8 only; per-axis and i8 fall through to the reference.

@@ -43,6 +43,7 @@ std::unique_ptr<Kernel> create_qlut_u8_scalar(const NodeContext& ctx) {
   return std::make_unique<QLut>(ctx, qu8_lut__scalar);
 }
 #if defined(__x86_64__)
+std::unique_ptr<Kernel> create_qlut_u8_avx2(const NodeContext& ctx) { return std::make_unique<QLut>(ctx, qu8_lut__avx2); }
 std::unique_ptr<Kernel> create_qlut_u8_avx512vbmi(const NodeContext& ctx) {
   return std::make_unique<QLut>(ctx, qu8_lut__avx512vbmi);
 }

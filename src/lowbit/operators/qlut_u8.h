@@ -13,6 +13,7 @@ namespace lowbit {
 std::string check_qlut_u8(const NodeContext& ctx);
 // One create per kernels/qu8-lut row.
 std::unique_ptr<Kernel> create_qlut_u8_scalar(const NodeContext& ctx);
+std::unique_ptr<Kernel> create_qlut_u8_avx2(const NodeContext& ctx);        // x86-64 builds
 std::unique_ptr<Kernel> create_qlut_u8_avx512vbmi(const NodeContext& ctx);  // x86-64 builds
 std::unique_ptr<Kernel> create_qlut_u8_neon(const NodeContext& ctx);        // AArch64 builds
 
