@@ -350,8 +350,8 @@ TEST(Qdq, ExportedQdqReimportsToTheSameQuantizedModel) {
   o.threads = 2;
   QuantizeOptions q;
   q.synthetic_samples = 4;
-  // allow: on AVX2-only hosts the guard would keep the K < 48 convs in fp32; this test is about
-  // the QDQ round trip of every conv.
+  // allow: on an AVX-512 host without VNNI the guard would keep the convs in fp32; this test is
+  // about the QDQ round trip of every conv.
   QuantizedBuild qb = build_quantized(*fp32, o, q, SlowPolicy::allow);
   ASSERT_GE(count_ops(qb.model->graph(), "QConv"), 3);
   const std::string bytes = export_onnx_qdq_bytes(qb.graph);
