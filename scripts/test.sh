@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: release build + every test (unit, ONNX conformance, PyTorch oracles),
-# then a debug build with ASan+UBSan running the unit and conformance tests, then the AArch64 build
-# under qemu; between them, each libFuzzer target for a minute (LOWBIT_SKIP_SANITIZERS=1 /
-# LOWBIT_SKIP_FUZZ=1 / LOWBIT_SKIP_AARCH64=1 leave those out).
+# then a debug build with ASan+UBSan running the unit and conformance tests, the concurrency test
+# under ThreadSanitizer, then the AArch64 build under qemu; between them, each libFuzzer target for
+# a minute (LOWBIT_SKIP_SANITIZERS=1 / LOWBIT_SKIP_TSAN=1 / LOWBIT_SKIP_FUZZ=1 /
+# LOWBIT_SKIP_AARCH64=1 leave those out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -56,6 +57,12 @@ if [ "${LOWBIT_SKIP_SANITIZERS:-0}" != 1 ]; then
   # whole-model, kernels and selection that the kernel tests and Explain check here.
   ctest --preset debug -j "$jobs" -LE e2e \
     -E '^(SameAnswers\.|CrossTarget\.|Autotune\.|Quantize\.SameInputsGiveTheSameArtifact|Explain\.EveryRejectionOnEveryNamedTarget|Models/Concurrency\..*_t1|Subbyte\.(EveryPrecisionModelAndTargetCompilesInSeconds|NativeAndLogical|GroupSize|OnSlow|DetectorFlags|ArtifactKeeps)|Rounding\.(EveryLayer|SameInputs)|KernelInspect\.(IsaKernels|EverySimdCandidate)|MixedPrecision\.Auto|SensitivityResnet18\.(BytesFollow|NarrowerCodes|AlonePartsDo|RankedBy|SameInputs))'
+fi
+# ThreadSanitizer (clang-14) over the concurrency test: about 2.5 min to build the library and 35 s
+# to run here. It was a separate script until a quantize-time ifunc resolver made every TSan binary
+# crash at load unnoticed (src/lowbit/common/multiversion.h).
+if [ "${LOWBIT_SKIP_SANITIZERS:-0}" != 1 ] && [ "${LOWBIT_SKIP_TSAN:-0}" != 1 ]; then
+  bash scripts/test-tsan.sh
 fi
 # libFuzzer, 60 s per reader (ONNX, .lbm, .npy, images; two at a time), from the committed seeds,
 # under ASan + UBSan: clang-14's readers-only build (scripts/fuzz.sh), 3 min to build and 2 to run

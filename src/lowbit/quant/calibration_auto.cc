@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "lowbit/common/log.h"
+#include "lowbit/common/multiversion.h"
 #include "lowbit/common/settings.h"
 #include "lowbit/ir/op_schema.h"
 #include "lowbit/kernels/reference/reference.h"
@@ -15,12 +16,8 @@
 #include "lowbit/runtime/thread_pool.h"
 
 // The reader-error loops (row_dots: about 4 * 10^9 multiply-adds a candidate on ResNet-50) are
-// compiled for AVX-512, AVX2 and baseline x86-64, one picked per CPU at load time.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define LOWBIT_CALIBRATION_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define LOWBIT_CALIBRATION_MULTIVERSION
-#endif
+// compiled for AVX-512, AVX2 and baseline x86-64, one picked per CPU at load time
+// (LOWBIT_MULTIVERSION, common/multiversion.h).
 
 namespace lowbit {
 
@@ -173,7 +170,7 @@ struct Coding {
 
 // out[0] = w . x, out[1 + k] = w . e_k for one weight row over a patch and its candidates' errors
 // (rows of K in `p`).
-LOWBIT_CALIBRATION_MULTIVERSION
+LOWBIT_MULTIVERSION
 void row_dots(const float* w, const float* p, int64_t K, float* out) {
   float acc[1 + kCandidates] = {};
   for (int64_t k = 0; k < K; ++k)
@@ -183,7 +180,7 @@ void row_dots(const float* w, const float* p, int64_t K, float* out) {
 
 // sum of x[i]^2, and of (a[i] - b[i])^2: eight float lanes (which the compiler keeps in vectors,
 // without -ffast-math), added into a double every 4096 values.
-LOWBIT_CALIBRATION_MULTIVERSION
+LOWBIT_MULTIVERSION
 double sum_squares(const float* a, const float* b, int64_t n) {
   double total = 0;
   for (int64_t i0 = 0; i0 < n; i0 += 4096) {
@@ -204,7 +201,7 @@ double sum_squares(const float* a, const float* b, int64_t n) {
   return total;
 }
 
-LOWBIT_CALIBRATION_MULTIVERSION
+LOWBIT_MULTIVERSION
 void decode_all(const Coding& c, const float* x, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = c.decoded(x[i]);
 }

@@ -7,6 +7,7 @@
 
 #include "lowbit/common/error.h"
 #include "lowbit/common/log.h"
+#include "lowbit/common/multiversion.h"
 #include "lowbit/common/settings.h"
 #include "lowbit/io/synthetic.h"
 #include "lowbit/ir/codes.h"
@@ -15,12 +16,8 @@
 #include "lowbit/runtime/thread_pool.h"
 
 // The readers' error loops (quantized weights times coded patches: about 3 * 10^9 multiply-adds
-// a candidate on ResNet-18) are compiled for AVX-512, AVX2 and baseline x86-64.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define LOWBIT_EQUALIZE_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define LOWBIT_EQUALIZE_MULTIVERSION
-#endif
+// a candidate on ResNet-18) are compiled for AVX-512, AVX2 and baseline x86-64 (LOWBIT_MULTIVERSION,
+// common/multiversion.h).
 
 namespace lowbit {
 namespace {
@@ -110,7 +107,7 @@ std::vector<Pair> find_pairs(const Graph& g, const QuantizeOptions& opts) {
 // Channel of patch element k of group `group` (the weights' [C / groups, KH, KW] order).
 int64_t channel_of(const PatchGeometry& p, int64_t group, int64_t k) { return group * (p.C / p.groups) + k / (p.KH * p.KW); }
 
-LOWBIT_EQUALIZE_MULTIVERSION
+LOWBIT_MULTIVERSION
 float dot(const float* a, const float* b, int64_t n) {
   float acc[8] = {};
   int64_t i = 0;

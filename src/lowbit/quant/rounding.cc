@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "lowbit/common/error.h"
+#include "lowbit/common/multiversion.h"
 #include "lowbit/ir/codes.h"
 #include "lowbit/quant/patches.h"
 #include "lowbit/runtime/thread_pool.h"
@@ -15,11 +16,6 @@
 // arrays below), and this file is built with -ffp-contract=off (src/lowbit/CMakeLists.txt), so
 // each version computes the same float operations in the same order: the codes, and an
 // artifact's bytes, do not depend on the CPU that quantized.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define LOWBIT_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define LOWBIT_MULTIVERSION
-#endif
 
 namespace lowbit {
 
