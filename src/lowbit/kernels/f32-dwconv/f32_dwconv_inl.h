@@ -34,10 +34,20 @@ template <class V>
 void flat(const float* src, const int32_t* off, const float* w, size_t taps, float bias, size_t n, float* out) {
   constexpr size_t L = V::kLanes;
   size_t q = 0;
-  // 8 chains cover two FMA pipes of 4-cycle latency; fewer at the end.
+  // 8 chains cover two FMA pipes of 4-cycle latency. The rest is one block of as many chains as
+  // vectors are left: as 4 + 1 + 1 + ... it ran each single vector as a chain of `taps` dependent
+  // FMAs (a 7x7 map under a 5x5 kernel, 5 vectors: 100 cycles of latency after the 4-block's 100).
   for (; q + 8 * L <= n; q += 8 * L) flat_block<V, 8>(src, off, w, taps, bias, q, out);
-  for (; q + 4 * L <= n; q += 4 * L) flat_block<V, 4>(src, off, w, taps, bias, q, out);
-  for (; q < n; q += L) flat_block<V, 1>(src, off, w, taps, bias, q, out);
+  switch ((n - q + L - 1) / L) {
+    case 7: return flat_block<V, 7>(src, off, w, taps, bias, q, out);
+    case 6: return flat_block<V, 6>(src, off, w, taps, bias, q, out);
+    case 5: return flat_block<V, 5>(src, off, w, taps, bias, q, out);
+    case 4: return flat_block<V, 4>(src, off, w, taps, bias, q, out);
+    case 3: return flat_block<V, 3>(src, off, w, taps, bias, q, out);
+    case 2: return flat_block<V, 2>(src, off, w, taps, bias, q, out);
+    case 1: return flat_block<V, 1>(src, off, w, taps, bias, q, out);
+    default: return;
+  }
 }
 
 // y[oh][ow] = min(max(flat[oh * ld + ow] + res[oh][ow], lo), hi): whole vectors, then lanes.
