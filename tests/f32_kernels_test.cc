@@ -10,6 +10,7 @@
 
 #include "lowbit/dispatch/registry.h"
 #include "lowbit/ir/op_schema.h"
+#include "lowbit/kernels/f32-dwconv/f32_dwconv.h"
 #include "lowbit/kernels/reference/reference.h"
 #include "lowbit/runtime/thread_pool.h"
 
@@ -372,6 +373,12 @@ std::vector<ConvCase> depthwise_cases() {
   v.push_back({.C = 4, .H = 29, .W = 31, .M = 4, .KH = 3, .KW = 3, .SH = 2, .SW = 1, .pads = {0, 1, 1, 1},
                .group = 4, .act_min = 0});
   v.push_back({.C = 3, .H = 1, .W = 40, .M = 3, .KH = 1, .KW = 5, .pads = {0, 2, 0, 2}, .group = 3});
+  // Stride 1 at the input's size without symmetric padding or with dilation (the direct path's
+  // lane masks): top 2 / left 0, and a dilated 3x3 with padding 2.
+  v.push_back({.C = 5, .H = 10, .W = 17, .M = 5, .KH = 3, .KW = 3, .pads = {2, 0, 0, 2}, .group = 5,
+               .residual = true});
+  v.push_back({.C = 6, .H = 14, .W = 14, .M = 6, .KH = 3, .KW = 3, .DH = 2, .DW = 2, .pads = {2, 2, 2, 2},
+               .group = 6});
   return v;
 }
 
@@ -475,6 +482,86 @@ TEST(F32Kernels, ConvWinogradChecksGiveReasons) {
   EXPECT_EQ(check({.C = 8, .H = 7, .W = 7, .M = 8, .KH = 3, .KW = 3, .pads = p1}),
             "16 output tiles of 2x2, needs 32 to reuse the 16/9 larger transformed weights");
   EXPECT_EQ(check({.C = 4, .H = 16, .W = 16, .M = 8, .KH = 3, .KW = 3, .pads = p1}), "4 input channels, needs 8");
+}
+
+// The direct path (stride 1, "same" padding: the unpadded plane read with masked loads) against
+// the zero-padded plane summed tap by tap with fmaf, residual added, then clamped with maxps /
+// minps order: bit for bit, with inf, NaN, -0 and huge values in the input and weights, so the
+// masked lanes must give fma(w, 0, acc), not skip the tap and not read the neighbour row.
+TEST(F32Kernels, DwconvDirectIsThePaddedPlane) {
+  std::vector<const F32DwconvKernels*> sets;
+#if defined(__x86_64__)
+  const Target host = host_target();
+  if (host.has(Feature::avx2) && host.has(Feature::fma)) sets.push_back(f32_dwconv_avx2());
+  if (host.has(Feature::avx512f) && host.has(Feature::avx512bw)) sets.push_back(f32_dwconv_avx512());
+#endif
+  if (sets.empty()) GTEST_SKIP() << "no depthwise set with masked loads on this host";
+  struct Geo {
+    int64_t H, W, KH, KW, D, pt, pl;
+  };
+  const Geo geos[] = {{7, 7, 5, 5, 1, 2, 2},   {14, 14, 3, 3, 1, 1, 1}, {1, 1, 3, 3, 1, 1, 1},  {2, 3, 3, 3, 1, 1, 1},
+                      {9, 9, 7, 7, 1, 3, 3},   {10, 17, 3, 3, 1, 2, 0}, {13, 5, 3, 3, 2, 2, 2}, {1, 40, 1, 5, 1, 0, 2},
+                      {33, 35, 3, 3, 1, 1, 1}, {3, 50, 5, 5, 1, 2, 2}};
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  const float specials[] = {INFINITY, -INFINITY, NAN, -0.0f, 0.0f, 3e38f, -3e38f, 1e-42f};
+  // 3 planes: a pair (the kernel interleaves two planes' chains) and one alone.
+  constexpr int64_t P = 3;
+  for (const Geo& g : geos)
+    for (int extreme = 0; extreme < 2; ++extreme) {
+      const int64_t n = g.H * g.W, taps = g.KH * g.KW;
+      std::vector<float> x(static_cast<size_t>(P * n)), res(x.size()), w(static_cast<size_t>(P * taps));
+      for (float& v : x) v = extreme && rng() % 5 == 0 ? specials[rng() % 8] : u(rng);
+      for (float& v : res) v = u(rng);
+      for (float& v : w) v = extreme && rng() % 4 == 0 ? specials[rng() % 8] : u(rng);
+      const std::vector<float> bias = {extreme ? -0.0f : 0.375f, -1.25f, 0.5f};
+      const float lo = extreme ? -1e30f : -1.5f, hi = extreme ? 1e30f : 1.25f;
+      // The oracle: acc = bias, then fmaf per tap over the plane with zeros around it.
+      std::vector<float> want(x.size());
+      for (int64_t pl = 0; pl < P; ++pl)
+        for (int64_t q = 0; q < n; ++q) {
+          float acc = bias[static_cast<size_t>(pl)];
+          for (int64_t kh = 0; kh < g.KH; ++kh)
+            for (int64_t kw = 0; kw < g.KW; ++kw) {
+              const int64_t ih = q / g.W + kh * g.D - g.pt, iw = q % g.W + kw * g.D - g.pl;
+              const bool in = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+              acc = std::fmaf(w[static_cast<size_t>(pl * taps + kh * g.KW + kw)],
+                              in ? x[static_cast<size_t>(pl * n + ih * g.W + iw)] : 0.0f, acc);
+            }
+          const float r = acc + res[static_cast<size_t>(pl * n + q)];
+          const float m = lo > r ? lo : r;  // maxps(lo, r): r when either is NaN
+          want[static_cast<size_t>(pl * n + q)] = hi < m ? hi : m;
+        }
+      for (const F32DwconvKernels* k : sets) {
+        SCOPED_TRACE(std::string(k->isa) + " " + std::to_string(g.H) + "x" + std::to_string(g.W) + " k" +
+                     std::to_string(g.KH) + "x" + std::to_string(g.KW) + " extreme " + std::to_string(extreme));
+        ASSERT_NE(k->direct, nullptr);
+        const int64_t L = static_cast<int64_t>(k->lanes), nvec = (n + L - 1) / L;
+        std::vector<int32_t> off;
+        std::vector<uint16_t> masks(static_cast<size_t>(taps * nvec), 0);
+        for (int64_t kh = 0; kh < g.KH; ++kh)
+          for (int64_t kw = 0; kw < g.KW; ++kw) {
+            const int64_t dh = kh * g.D - g.pt, dw = kw * g.D - g.pl, t = kh * g.KW + kw;
+            off.push_back(static_cast<int32_t>(dh * g.W + dw));
+            for (int64_t q = 0; q < n; ++q) {
+              const int64_t ih = q / g.W + dh, iw = q % g.W + dw;
+              if (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W)
+                masks[static_cast<size_t>(t * nvec + q / L)] |= static_cast<uint16_t>(1u << (q % L));
+            }
+          }
+        // The plane alone on the heap (ASan: a lane read outside it is reported), the output with a
+        // guard after it that must stay untouched.
+        std::vector<float> y(x.size() + 20, 7.0f);
+        k->direct(x.data(), off.data(), masks.data(), w.data(), static_cast<size_t>(taps), bias.data(),
+                  static_cast<size_t>(n), P, res.data(), lo, hi, y.data());
+        for (int64_t q = 0; q < P * n; ++q) {
+          const float a = y[static_cast<size_t>(q)], b = want[static_cast<size_t>(q)];
+          ASSERT_TRUE(std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b)))
+              << "q " << q << ": " << a << " want " << b;
+        }
+        for (size_t i = x.size(); i < y.size(); ++i) ASSERT_EQ(y[i], 7.0f) << "wrote past the plane at " << i;
+      }
+    }
 }
 
 TEST(F32Kernels, ConvDepthwise) {

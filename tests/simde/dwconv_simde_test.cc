@@ -43,5 +43,42 @@ TEST(DwconvSimde, Avx512SumsTheTapsInOrderWithOneFmaEach) {
   }
 }
 
+// The direct path (stride 1, "same" padding, lanes masked to the unpadded plane) against the
+// zero-padded plane summed with fmaf: a 9 x 13 plane under a 3x3 kernel with padding 1, residual
+// and clamp.
+TEST(DwconvSimde, Avx512DirectIsThePaddedPlane) {
+  if (!host_target().has(Feature::avx2)) GTEST_SKIP() << "this build of the emulation uses AVX2 + FMA";
+  const F32DwconvKernels& k = *simde_emulated::f32_dwconv_avx512();
+  ASSERT_NE(k.direct, nullptr);
+  constexpr int64_t H = 9, W = 13, n = H * W, nvec = (n + 15) / 16;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<float> x(n), res(n), w(9), y(n + 16, 7.0f);
+  for (float& v : x) v = u(rng);
+  for (float& v : res) v = u(rng);
+  for (float& v : w) v = u(rng);
+  std::vector<int32_t> off;
+  std::vector<uint16_t> masks(9 * nvec, 0);
+  for (int64_t t = 0; t < 9; ++t) {
+    const int64_t dh = t / 3 - 1, dw = t % 3 - 1;
+    off.push_back(static_cast<int32_t>(dh * W + dw));
+    for (int64_t q = 0; q < n; ++q) {
+      const int64_t ih = q / W + dh, iw = q % W + dw;
+      if (ih >= 0 && ih < H && iw >= 0 && iw < W) masks[t * nvec + q / 16] |= static_cast<uint16_t>(1u << (q % 16));
+    }
+  }
+  const float bias = 0.25f;
+  k.direct(x.data(), off.data(), masks.data(), w.data(), 9, &bias, n, 1, res.data(), -1.0f, 1.5f, y.data());
+  for (int64_t q = 0; q < n; ++q) {
+    float acc = 0.25f;
+    for (int64_t t = 0; t < 9; ++t) {
+      const int64_t ih = q / W + t / 3 - 1, iw = q % W + t % 3 - 1;
+      acc = std::fmaf(w[t], ih >= 0 && ih < H && iw >= 0 && iw < W ? x[ih * W + iw] : 0.0f, acc);
+    }
+    ASSERT_EQ(y[q], std::min(1.5f, std::max(-1.0f, acc + res[q]))) << "q " << q;
+  }
+  for (int64_t i = n; i < n + 16; ++i) ASSERT_EQ(y[i], 7.0f) << "wrote past the plane";
+}
+
 }  // namespace
 }  // namespace lowbit

@@ -37,9 +37,10 @@ const std::vector<KernelCandidate>& all_candidates() {
     // Depthwise first: the igemm would run a single-channel tile row per group there.
     t.push_back({"Conv", "f32-dwconv2d-flat-avx512", x86, avx512, check_conv2d_f32_dwconv,
                  LOWBIT_X86_ONLY(create_conv2d_f32_dwconv_avx512),
-                 {"f32_dwconv_flat__avx512", "f32_dwconv_store__avx512"}});
+                 {"f32_dwconv_flat__avx512", "f32_dwconv_store__avx512", "f32_dwconv_direct__avx512"}});
     t.push_back({"Conv", "f32-dwconv2d-flat-avx2", x86, {F::avx2, F::fma}, check_conv2d_f32_dwconv,
-                 LOWBIT_X86_ONLY(create_conv2d_f32_dwconv_avx2), {"f32_dwconv_flat__avx2", "f32_dwconv_store__avx2"}});
+                 LOWBIT_X86_ONLY(create_conv2d_f32_dwconv_avx2),
+                 {"f32_dwconv_flat__avx2", "f32_dwconv_store__avx2", "f32_dwconv_direct__avx2"}});
     // Winograd ahead of the implicit GEMM where it applies (3x3 stride 1, enough tiles): 2.25x
     // fewer multiplies on the same micro-kernels.
     auto plus = [](std::vector<std::string> v, std::initializer_list<const char*> more) {

@@ -500,6 +500,11 @@ bool use_channels_on_lanes(const Conv2dParams& p, const F32GemmKernels& ks) {
 // (OH rows of Wp) and stores the OW valid ones of each row with residual and clamp; the post-op runs
 // on the plane just written. A task takes a run of channels (small maps: one call per 7x7 plane
 // cost more than its arithmetic). Results do not depend on the thread count.
+//
+// Stride 1 with "same" padding (the output as large as the input: 3x3 pad 1, 5x5 pad 2), where the
+// ISA has masked loads, skips the split and the store: `direct` reads the unpadded plane in place
+// with each tap's lanes masked to the plane and writes the output with residual and clamp from
+// registers (the same bits: the masked lanes add fma(w, 0, acc), as the padding's zeros do).
 class DwConv2dF32 final : public Kernel {
  public:
   DwConv2dF32(const Conv2dParams& p, const float* w, const float* bias, int threads, const Target& target,
@@ -527,6 +532,10 @@ class DwConv2dF32 final : public Kernel {
     src_floats_ = std::max(p.SH * p.SW * Hp * Wp, max_off + nflat_) + 16;
     // Channels per task: about 16K outputs each, so 7x7 maps do not pay a task per plane.
     cpt_ = std::clamp<int64_t>((16 << 10) / std::max<int64_t>(1, p.OH * p.OW), 1, 64);
+    if (ks.direct && p.SH == 1 && p.SW == 1 && p.OH == p.H && p.OW == p.W) {
+      plan_direct(p, lanes);
+      return;
+    }
     ops::per_thread_workspace(threads, src_floats_ + nflat_);  // warm it now, not in the first inference
   }
 
@@ -539,6 +548,21 @@ class DwConv2dF32 final : public Kernel {
     float* y = out[0].as<float>();
     const int64_t OHW = p_.OH * p_.OW, planes = p_.N * p_.C;
     const int64_t tasks = ceil_div(planes, cpt_);
+    if (!masks_.empty()) {
+      pool.parallel_for(tasks, [&](int64_t t, int) {
+        const int64_t end = std::min(planes, (t + 1) * cpt_);
+        for (int64_t nc = t * cpt_; nc < end;) {
+          // Two planes a call (the kernel interleaves their FMA chains), never across images.
+          const int64_t c = nc % p_.C, k = std::min({int64_t{2}, end - nc, p_.C - c});
+          ks_.direct(x + nc * OHW, off_.data(), masks_.data(), weights_.data<float>() + c * taps_,
+                     static_cast<size_t>(taps_), bias_.data<float>() + c, static_cast<size_t>(OHW),
+                     static_cast<size_t>(k), res ? res + nc * OHW : nullptr, p_.act_min, p_.act_max, y + nc * OHW);
+          post_(y + nc * OHW, k * OHW);  // the planes just written, in L1 or L2
+          nc += k;
+        }
+      });
+      return;
+    }
     pool.parallel_for(tasks, [&](int64_t t, int thread) {
       float* src = scratch[thread];
       float* flat = src + src_floats_;
@@ -562,9 +586,28 @@ class DwConv2dF32 final : public Kernel {
   F32DwconvKernels ks_;
   ConvPostOp post_;
   Tensor weights_, bias_;
+  // The direct path's tap offsets into the unpadded plane and, per tap and vector of outputs, the
+  // lanes whose input lies inside the plane (f32_dwconv.h, `direct`).
+  void plan_direct(const Conv2dParams& p, int64_t lanes) {
+    const int64_t n = p.H * p.W, nvec = ceil_div(n, lanes);
+    off_.clear();
+    masks_.assign(static_cast<size_t>(taps_ * nvec), 0);
+    for (int64_t kh = 0; kh < p.KH; ++kh)
+      for (int64_t kw = 0; kw < p.KW; ++kw) {
+        const int64_t dh = kh * p.DH - p.pad_top, dw = kw * p.DW - p.pad_left, t = kh * p.KW + kw;
+        off_.push_back(static_cast<int32_t>(dh * p.W + dw));
+        for (int64_t q = 0; q < n; ++q) {
+          const int64_t ih = q / p.W + dh, iw = q % p.W + dw;
+          if (ih >= 0 && ih < p.H && iw >= 0 && iw < p.W)
+            masks_[static_cast<size_t>(t * nvec + q / lanes)] |= static_cast<uint16_t>(1u << (q % lanes));
+        }
+      }
+  }
+
   int64_t taps_ = 0, nflat_ = 0, src_floats_ = 0, cpt_ = 1;
   F32DwconvSplit split_{};  // the phase planes' geometry (Hp x Wp each)
-  std::vector<int32_t> off_;
+  std::vector<int32_t> off_;  // per tap: into the phase planes, or (direct) into the unpadded plane
+  std::vector<uint16_t> masks_;  // direct only: [tap][vector] lanes inside the plane; empty: split path
 };
 
 std::string check_conv_common(const NodeContext& ctx) {

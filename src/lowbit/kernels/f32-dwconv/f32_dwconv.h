@@ -34,6 +34,16 @@ struct F32DwconvKernels {
   // x's plane into src's SH * SW phase planes, writing only the input's positions (the padding
   // must already be zero there): row copies at stride 1, even / odd deinterleaves at stride 2.
   void (*split)(const float* x, const F32DwconvSplit& g, float* src);
+  // Stride 1 with the output as large as the input ("same" padding), where the ISA has masked
+  // loads (null elsewhere): the taps read the unpadded plane in place, no split and no store pass.
+  // For `planes` consecutive planes p of n (= H * W) floats (x, res and y advance by n a plane, w
+  // by taps, bias by 1) and q < n, y[q] = min(max(bias + sum_t w[t] * x[q + off[t]] + res[q], lo),
+  // hi), the taps in order, where x[q + off[t]] is read only in the lanes whose bit is set in
+  // masks[t * nvec + q / lanes] (nvec = n rounded up to whole vectors, / lanes) and is 0 in the
+  // others: fma(w, 0, acc) there, exactly what the padded plane's zeros give, so the bits are those
+  // of flat + store. off may be negative (rows above the plane); res may be null.
+  void (*direct)(const float* x, const int32_t* off, const uint16_t* masks, const float* w, size_t taps,
+                 const float* bias, size_t n, size_t planes, const float* res, float lo, float hi, float* y);
 };
 
 }  // namespace lowbit

@@ -50,6 +50,91 @@ void flat(const float* src, const int32_t* off, const float* w, size_t taps, flo
   }
 }
 
+// NV vectors of outputs from vector j of G planes at once (f32_dwconv.h, `direct`; plane g at
+// x + g * n, its taps at w + g * taps): the taps in order over NV * G chains as flat_block, each
+// load masked to the plane (the planes share their geometry, so their masks), then residual and
+// clamp in registers and the store.
+template <class V, int NV, int G>
+inline void direct_block(const float* x, const int32_t* off, const uint16_t* masks, const float* w, size_t taps,
+                         const float* bias, size_t nvec, size_t j, size_t n, const float* res, typename V::Vec vlo,
+                         typename V::Vec vhi, float* y) {
+  constexpr size_t L = V::kLanes;
+  typename V::Vec acc[G][NV];
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) acc[g][v] = V::set1(bias[g]);
+  for (size_t t = 0; t < taps; ++t) {
+    const uint16_t* m = masks + t * nvec + j;
+    // Signed: off[t] < 0 for the rows above; the masked lanes are not read.
+    const float* s = x + (static_cast<ptrdiff_t>(j * L) + off[t]);
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) {
+      const typename V::Vec wv = V::set1(w[static_cast<size_t>(g) * taps + t]);
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v)
+        acc[g][v] = V::fma(wv, V::load_lanes(s + static_cast<size_t>(g) * n + static_cast<size_t>(v) * L, m[v]),
+                           acc[g][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      const size_t q = (j + static_cast<size_t>(v)) * L, o = static_cast<size_t>(g) * n + q;
+      if (q + L <= n) {
+        typename V::Vec r = res ? V::add(acc[g][v], V::load(res + o)) : acc[g][v];
+        V::store(y + o, V::min(vhi, V::max(vlo, r)));
+      } else {
+        typename V::Vec r = res ? V::add(acc[g][v], V::load_n(res + o, n - q)) : acc[g][v];
+        V::store_n(y + o, V::min(vhi, V::max(vlo, r)), n - q);
+      }
+    }
+}
+
+// All nvec vectors of G planes: blocks of 8 / G vectors (8 chains: two FMA pipes of 4-cycle
+// latency), the rest as one block. Two planes at a time keep 8 chains where one plane has few
+// vectors: a 7x7 map is 4 zmm, 4 chains of 25 dependent FMAs under a 5x5 kernel alone.
+template <class V, int G>
+void direct_planes(const float* x, const int32_t* off, const uint16_t* masks, const float* w, size_t taps,
+                   const float* bias, size_t n, const float* res, typename V::Vec vlo, typename V::Vec vhi, float* y) {
+  constexpr size_t L = V::kLanes;
+  constexpr int NB = 8 / G;
+  const size_t nvec = (n + L - 1) / L;
+  size_t j = 0;
+  for (; j + NB <= nvec; j += NB) direct_block<V, NB, G>(x, off, masks, w, taps, bias, nvec, j, n, res, vlo, vhi, y);
+  static_assert(NB == 8 || NB == 4);
+  if constexpr (NB == 8) {
+    switch (nvec - j) {
+      case 7: return direct_block<V, 7, G>(x, off, masks, w, taps, bias, nvec, j, n, res, vlo, vhi, y);
+      case 6: return direct_block<V, 6, G>(x, off, masks, w, taps, bias, nvec, j, n, res, vlo, vhi, y);
+      case 5: return direct_block<V, 5, G>(x, off, masks, w, taps, bias, nvec, j, n, res, vlo, vhi, y);
+      case 4: return direct_block<V, 4, G>(x, off, masks, w, taps, bias, nvec, j, n, res, vlo, vhi, y);
+      default: break;
+    }
+  }
+  switch (nvec - j) {
+    case 3: return direct_block<V, 3, G>(x, off, masks, w, taps, bias, nvec, j, n, res, vlo, vhi, y);
+    case 2: return direct_block<V, 2, G>(x, off, masks, w, taps, bias, nvec, j, n, res, vlo, vhi, y);
+    case 1: return direct_block<V, 1, G>(x, off, masks, w, taps, bias, nvec, j, n, res, vlo, vhi, y);
+    default: return;
+  }
+}
+
+// planes consecutive planes of n outputs each: two at a time, then the odd one alone.
+template <class V>
+void direct(const float* x, const int32_t* off, const uint16_t* masks, const float* w, size_t taps, const float* bias,
+            size_t n, size_t planes, const float* res, float lo, float hi, float* y) {
+  const typename V::Vec vlo = V::set1(lo), vhi = V::set1(hi);
+  size_t c = 0;
+  for (; c + 2 <= planes; c += 2)
+    direct_planes<V, 2>(x + c * n, off, masks, w + c * taps, taps, bias + c, n, res ? res + c * n : nullptr, vlo, vhi,
+                        y + c * n);
+  if (c < planes)
+    direct_planes<V, 1>(x + c * n, off, masks, w + c * taps, taps, bias + c, n, res ? res + c * n : nullptr, vlo, vhi,
+                        y + c * n);
+}
+
 // y[oh][ow] = min(max(flat[oh * ld + ow] + res[oh][ow], lo), hi): whole vectors, then lanes.
 template <class V>
 void store_rows(const float* flat, size_t ld, size_t oh_n, size_t ow_n, const float* res, float lo, float hi,
@@ -133,8 +218,17 @@ void split(const float* x, const ::lowbit::F32DwconvSplit& g, float* src) {
   void f32_dwconv_split__##ISA(const float* x, const ::lowbit::F32DwconvSplit& g, float* src) {                   \
     ::LOWBIT_KERNEL_NS::dwconv::split<V>(x, g, src);                                                              \
   }                                                                                                               \
+  void f32_dwconv_direct__##ISA(const float* x, const int32_t* off, const uint16_t* masks, const float* w,        \
+                                size_t taps, const float* bias, size_t n, size_t planes, const float* res,        \
+                                float lo, float hi, float* y) {                                                   \
+    ::LOWBIT_KERNEL_NS::dwconv::direct<V>(x, off, masks, w, taps, bias, n, planes, res, lo, hi, y);              \
+  }                                                                                                               \
   const ::lowbit::F32DwconvKernels* f32_dwconv_##ISA() {                                                          \
-    static constexpr ::lowbit::F32DwconvKernels k = {#ISA, V::kLanes, &f32_dwconv_flat__##ISA,                     \
-                                                      &f32_dwconv_store__##ISA, &f32_dwconv_split__##ISA};         \
+    static constexpr ::lowbit::F32DwconvKernels k = {#ISA,                                                        \
+                                                      V::kLanes,                                                  \
+                                                      &f32_dwconv_flat__##ISA,                                    \
+                                                      &f32_dwconv_store__##ISA,                                   \
+                                                      &f32_dwconv_split__##ISA,                                   \
+                                                      V::kMaskedLoads ? &f32_dwconv_direct__##ISA : nullptr};     \
     return &k;                                                                                                    \
   }

@@ -47,6 +47,13 @@ struct Avx2F {
   }
   static Vec load_n(const float* p, size_t n) { return _mm256_maskload_ps(p, first_lanes(n)); }
   static void store_n(float* p, Vec v, size_t n) { _mm256_maskstore_ps(p, first_lanes(n), v); }
+  // Lane i is p[i] where bit i of bits is set, else 0; the other lanes are not read.
+  static Vec load_lanes(const float* p, uint32_t bits) {
+    const __m256i lane = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const __m256i on = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(static_cast<int>(bits)), lane), lane);
+    return _mm256_maskload_ps(p, on);
+  }
+  static constexpr bool kMaskedLoads = true;
 };
 
 }  // namespace

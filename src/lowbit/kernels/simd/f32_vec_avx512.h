@@ -58,10 +58,18 @@ struct Avx512F {
     _mm512_store_ps(b, v);
     for (size_t i = 0; i < n; ++i) p[i] = b[i];
   }
+  static Vec load_lanes(const float* p, uint32_t bits) {
+    alignas(64) float b[16] = {};
+    for (size_t i = 0; i < 16; ++i)
+      if (bits >> i & 1) b[i] = p[i];
+    return _mm512_load_ps(b);
+  }
 #else
   static Vec load_n(const float* p, size_t n) { return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1), p); }
   static void store_n(float* p, Vec v, size_t n) { _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), v); }
+  static Vec load_lanes(const float* p, uint32_t bits) { return _mm512_maskz_loadu_ps(static_cast<__mmask16>(bits), p); }
 #endif
+  static constexpr bool kMaskedLoads = true;  // load_lanes is one instruction (SIMDe: correctness only)
 };
 
 }  // namespace

@@ -49,6 +49,14 @@ struct NeonF {
     vst1q_f32(b, v);
     for (size_t i = 0; i < n; ++i) p[i] = b[i];
   }
+  // No masked load: lane by lane, so the depthwise kernels keep the padded-plane path here.
+  static Vec load_lanes(const float* p, uint32_t bits) {
+    float b[4] = {};
+    for (size_t i = 0; i < 4; ++i)
+      if (bits >> i & 1) b[i] = p[i];
+    return vld1q_f32(b);
+  }
+  static constexpr bool kMaskedLoads = false;
 };
 
 }  // namespace

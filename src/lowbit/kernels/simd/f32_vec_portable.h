@@ -49,6 +49,8 @@ struct ScalarF {
   // The first n < kLanes floats: none.
   static Vec load_n(const float*, size_t) { return 0.0f; }
   static void store_n(float*, Vec, size_t) {}
+  static Vec load_lanes(const float* p, uint32_t bits) { return bits & 1 ? *p : 0.0f; }
+  static constexpr bool kMaskedLoads = false;
 };
 
 }  // namespace
