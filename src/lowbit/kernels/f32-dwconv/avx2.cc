@@ -4,5 +4,7 @@
 #include "lowbit/kernels/f32-dwconv/f32_dwconv_inl.h"
 
 namespace LOWBIT_KERNEL_NS {
-LOWBIT_F32_DWCONV_KERNELS(avx2, simd::Avx2F)
+// The direct path up to 8 vectors a plane (7x7 maps): on 14x14 and larger, vmaskmovps and its mask
+// setup made the layers 1.1-1.5x slower than the split (Zen 5 capped to AVX2, README.md).
+LOWBIT_F32_DWCONV_KERNELS(avx2, simd::Avx2F, 64)
 }  // namespace LOWBIT_KERNEL_NS

@@ -44,6 +44,9 @@ struct F32DwconvKernels {
   // of flat + store. off may be negative (rows above the plane); res may be null.
   void (*direct)(const float* x, const int32_t* off, const uint16_t* masks, const float* w, size_t taps,
                  const float* bias, size_t n, size_t planes, const float* res, float lo, float hi, float* y);
+  // The largest plane (H * W) that `direct` pays on (README.md: AVX2's vmaskmovps and its mask
+  // setup cost more than the split above 8 vectors; AVX-512's masked loads are plain loads).
+  size_t direct_max_n;
 };
 
 }  // namespace lowbit

@@ -206,7 +206,7 @@ void split(const float* x, const ::lowbit::F32DwconvSplit& g, float* src) {
 }  // namespace LOWBIT_KERNEL_NS::dwconv
 
 // Each ISA file's two functions and its set from its traits type V.
-#define LOWBIT_F32_DWCONV_KERNELS(ISA, V)                                                                         \
+#define LOWBIT_F32_DWCONV_KERNELS(ISA, V, DIRECT_MAX_N)                                                                         \
   void f32_dwconv_flat__##ISA(const float* src, const int32_t* off, const float* w, size_t taps, float bias,       \
                               size_t n, float* out) {                                                             \
     ::LOWBIT_KERNEL_NS::dwconv::flat<V>(src, off, w, taps, bias, n, out);                                         \
@@ -229,6 +229,7 @@ void split(const float* x, const ::lowbit::F32DwconvSplit& g, float* src) {
                                                       &f32_dwconv_flat__##ISA,                                    \
                                                       &f32_dwconv_store__##ISA,                                   \
                                                       &f32_dwconv_split__##ISA,                                   \
-                                                      V::kMaskedLoads ? &f32_dwconv_direct__##ISA : nullptr};     \
+                                                      V::kMaskedLoads ? &f32_dwconv_direct__##ISA : nullptr,      \
+                                                      DIRECT_MAX_N};                                              \
     return &k;                                                                                                    \
   }

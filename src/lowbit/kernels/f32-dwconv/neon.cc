@@ -4,5 +4,6 @@
 #include "lowbit/kernels/f32-dwconv/f32_dwconv_inl.h"
 
 namespace LOWBIT_KERNEL_NS {
-LOWBIT_F32_DWCONV_KERNELS(neon, simd::NeonF)
+// No masked load: the split path everywhere (README.md).
+LOWBIT_F32_DWCONV_KERNELS(neon, simd::NeonF, 0)
 }  // namespace LOWBIT_KERNEL_NS
