@@ -175,6 +175,23 @@ bool caches_from_cpuid(CacheSizes& c) {
       return true;
     }
   }
+  // AMD's older size leaves, which hypervisors pass even where they hide the topology extensions
+  // (and so 0x8000001D, and sysfs's cache directories): an AMD Zen 5 VM here read as the 32 KB /
+  // 512 KB defaults instead of its 48 KB / 1 MB. 0x80000005 ECX[31:24]: L1d KB; 0x80000006
+  // ECX[31:16]: L2 KB, EDX[31:18]: L3 in 512 KB units.
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000u, nullptr)) >= 0x80000006u) {
+    unsigned a = 0, b = 0, cc = 0, d = 0;
+    __cpuid(0x80000005u, a, b, cc, d);
+    const int64_t l1 = int64_t{cc >> 24} << 10;
+    __cpuid(0x80000006u, a, b, cc, d);
+    const int64_t l2 = int64_t{cc >> 16} << 10, l3 = int64_t{d >> 18} << 19;
+    if (l1 > 0 && l2 > 0) {
+      c.l1d = l1, c.l2 = l2;
+      if (l3 > 0) c.l3 = l3;
+      c.source = "cpuid (0x80000005/6)";
+      return true;
+    }
+  }
   return false;
 }
 #endif
