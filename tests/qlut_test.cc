@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 
+#include "lowbit/common/error.h"
 #include "lowbit/dispatch/registry.h"
 #ifdef LOWBIT_HAS_ONNX
 #include "lowbit/frontend/onnx/onnx_export_qdq.h"
@@ -17,6 +18,7 @@
 #include "lowbit/kernels/reference/reference.h"
 #include "lowbit/quant/guard.h"
 #include "lowbit/runtime/thread_pool.h"
+#include "small_graphs.h"
 #include "tensor_compare.h"
 
 namespace lowbit {
@@ -39,18 +41,9 @@ ValueId scalar(Graph& g, float v) {
 Graph maps_net() {
   Graph g;
   std::mt19937 rng(3);
-  std::normal_distribution<float> d(0.0f, 0.5f);
   ValueId x = g.add_value("x", DType::f32, {1, 6, 9, 7}, true);
   g.inputs.push_back(x);
-  auto conv = [&](ValueId in) {
-    Tensor w(DType::f32, {6, 6, 1, 1}), b(DType::f32, {6});
-    for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = d(rng);
-    for (int64_t i = 0; i < b.numel(); ++i) b.data<float>()[i] = d(rng);
-    ValueId y = g.add_value(g.unique_name("conv_out"));
-    g.add_node("Conv", g.unique_name("conv"), {in, g.add_constant(g.unique_name("w"), w), g.add_constant(g.unique_name("b"), b)},
-               {y});
-    return y;
-  };
+  auto conv = [&](ValueId in) { return test::add_conv1x1(g, rng, 0.5f, in, 6, 6); };
   auto op = [&](const char* type, std::vector<ValueId> in, Attributes a = {}) {
     ValueId y = g.add_value(g.unique_name(std::string(type) + "_out"));
     g.add_node(type, type, std::move(in), {y}, std::move(a));
@@ -71,16 +64,7 @@ Graph maps_net() {
   return g;
 }
 
-QuantizedBuild quantized_maps_net(std::unique_ptr<CompiledModel>& fp32) {
-  CompileOptions o;
-  o.threads = 2;
-  CompileOptions fo = o;
-  fo.fuse_post_ops = false;  // to be calibrated
-  fp32 = CompiledModel::compile(maps_net(), fo);
-  QuantizeOptions q;
-  q.synthetic_samples = 3;
-  return build_quantized(*fp32, o, q, SlowPolicy::allow);  // host-independent graph
-}
+QuantizedBuild quantized_maps_net(std::unique_ptr<CompiledModel>& fp32) { return test::quantize_small(maps_net(), fp32); }
 
 const Node* find_lut(const Graph& g, const std::string& op) {
   for (const Node& n : g.nodes)
@@ -142,6 +126,101 @@ TEST(QLut, TablesAreTheOpOfEveryDequantizedCode) {
   }
 }
 
+// DenseNet's pre-activation: Concat -> BatchNormalization -> Relu -> Conv, the BN after a Concat
+// where no Conv can fold it, and before it a zero Pad (as PyTorch exports the transitions' pools)
+// feeding an AveragePool (without them: `pool` false). x [1, 5, 6, 7].
+Graph bn_net(bool pool = true) {
+  Graph g;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> d(0.0f, 0.5f);
+  std::uniform_real_distribution<float> pos(0.3f, 2.0f);
+  ValueId x = g.add_value("x", DType::f32, {1, 5, 6, 7}, true);
+  g.inputs.push_back(x);
+  auto conv = [&](ValueId in, int64_t cin, int64_t cout) { return test::add_conv1x1(g, rng, 0.5f, in, cin, cout); };
+  auto vec = [&](int64_t n, bool positive) {
+    Tensor t(DType::f32, {n});
+    for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = positive ? pos(rng) : d(rng);
+    return g.add_constant(g.unique_name("bn"), t);
+  };
+  ValueId cat = g.add_value("cat");
+  Attributes axis;
+  axis.set("axis", int64_t{1});
+  g.add_node("Concat", "concat", {conv(x, 5, 4), conv(x, 5, 3)}, {cat}, axis);
+  ValueId bn = g.add_value("bn_out"), relu = g.add_value("relu_out");
+  g.add_node("BatchNormalization", "bn", {cat, vec(7, true), vec(7, false), vec(7, false), vec(7, true)}, {bn});
+  g.add_node("Relu", "relu", {bn}, {relu});
+  if (!pool) {
+    g.outputs = {conv(conv(relu, 7, 6), 6, 4)};
+    validate(g);
+    return g;
+  }
+  Tensor zeros(DType::i64, {8});
+  ValueId padded = g.add_value("padded"), pooled = g.add_value("pooled");
+  g.add_node("Pad", "pad", {conv(relu, 7, 6), g.add_constant("pads", zeros)}, {padded});
+  Attributes pa;
+  pa.set("kernel_shape", std::vector<int64_t>{2, 2});
+  pa.set("strides", std::vector<int64_t>{2, 2});
+  g.add_node("AveragePool", "pool", {padded}, {pooled}, pa);
+  g.outputs = {conv(pooled, 6, 4)};
+  validate(g);
+  return g;
+}
+
+QuantizedBuild quantized_bn_net(std::unique_ptr<CompiledModel>& fp32, bool pool = true) {
+  return test::quantize_small(bn_net(pool), fp32);
+}
+
+// The BN (with the Relu fused as its clamp) becomes one table per channel on codes: no
+// DequantizeLinear / QuantizeLinear inside the network, the zero Pad gone, the pool on codes.
+// Oracle: the BN formula in double on every dequantized code of every channel.
+TEST(QLut, BatchNormAfterConcatIsATablePerChannel) {
+  std::unique_ptr<CompiledModel> fp32;
+  QuantizedBuild b = quantized_bn_net(fp32);
+  const Graph& g = b.model->graph();
+  EXPECT_EQ(count_ops(g, "Pad"), 0);
+  EXPECT_EQ(count_ops(g, "BatchNormalization"), 0);
+  EXPECT_EQ(count_ops(g, "QuantizeLinear"), 1);    // the input
+  EXPECT_EQ(count_ops(g, "DequantizeLinear"), 1);  // the output
+  const Node* n = find_lut(g, "BatchNormalization");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->attrs.get_float("act_min", -1.0f), 0.0f);  // the Relu
+  const Tensor* t = g.constant(n->inputs[1]);
+  ASSERT_EQ(t->shape(), (Shape{7, 256}));
+  const QuantParams& qx = *g.value(n->inputs[0]).quant;
+  const QuantParams& qy = *g.value(n->outputs[0]).quant;
+  const Graph& f = fp32->graph();
+  const Node* bn = nullptr;
+  for (const Node& m : f.nodes)
+    if (m.op == "BatchNormalization") bn = &m;
+  ASSERT_NE(bn, nullptr);
+  auto param = [&](size_t i, int64_t c) { return double(f.constant(bn->inputs[i])->data<float>()[c]); };
+  int exact = 0;
+  for (int64_t c = 0; c < 7; ++c) {
+    for (int code = 0; code < 256; ++code) {
+      const double v = (code - qx.zero_point[0]) * double(qx.scale[0]);
+      const double y = std::max(0.0, (v - param(3, c)) / std::sqrt(param(4, c) + 1e-5) * param(1, c) + param(2, c));
+      const double want = std::clamp(std::nearbyint(y / qy.scale[0]) + qy.zero_point[0], 0.0, 255.0);
+      const int got = t->data<uint8_t>()[c * 256 + code];
+      EXPECT_LE(std::abs(got - want), 1.0) << "channel " << c << " code " << code;
+      exact += got == want;
+    }
+  }
+  EXPECT_GE(exact, 7 * 250);
+  // The network against fp32, and against the same int8 network with the BN unquantized
+  // (DequantizeLinear -> BN -> QuantizeLinear), whose codes it must give up to half-step ties.
+  QuantizeOptions q = test::small_quantize_options();
+  q.keep_fp32 = {"bn"};
+  std::unique_ptr<CompiledModel> fp32_again;
+  QuantizedBuild unfused = test::quantize_small(bn_net(), fp32_again, q);
+  EXPECT_EQ(count_ops(unfused.model->graph(), "BatchNormalization"), 1);
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    auto in = synthetic_inputs(fp32->graph(), seed);
+    const Tensor a = fp32->run(in)[0], qt = b.model->run(in)[0], u = unfused.model->run(in)[0];
+    EXPECT_GT(testutil::cosine(a, qt), 0.99) << "seed " << seed;
+    EXPECT_GT(testutil::cosine(u, qt), 0.9999) << "seed " << seed;
+  }
+}
+
 // Every QLut row against the reference, at sizes around the kernel's task size, 1 and 3 threads.
 TEST(QLut, EveryRowMatchesTheReference) {
   std::mt19937 rng(11);
@@ -193,6 +272,81 @@ TEST(QLut, EveryRowMatchesTheReference) {
   EXPECT_GE(rows, 1);
 }
 
+// Every QLut row with a table per channel ([C, 256]) against y[n, c, i] = T[c][x[n, c, i]]
+// written out here: planes of 1 to 90000 bytes (one plane per task, and many), channel counts that
+// do not divide the task's planes, batch 2; 1 and 3 threads.
+TEST(QLut, EveryRowMatchesTheOraclePerChannel) {
+  std::mt19937 rng(12);
+  int rows = 0;
+  for (const KernelCandidate* kc : candidates_for("QLut")) {
+    if (!kc->create) continue;
+    struct Case {
+      Shape x;
+    };
+    const Case cases[] = {{{1, 1, 1, 1}}, {{2, 3, 1, 1}}, {{1, 7, 7, 7}}, {{2, 5, 3, 11}}, {{1, 64, 9, 13}},
+                          {{1, 3, 300, 300}}, {{2, 130, 13}}, {{1, 2, 65, 1}}};
+    bool ran = false;
+    for (const Case& cs : cases) {
+      const int64_t C = cs.x[1];
+      Graph g;
+      ValueId x = g.add_value("x", DType::u8, cs.x, true);
+      g.value(x).quant = QuantParams{{0.05f}, {7}, -1};
+      Tensor table(DType::u8, {C, 256});
+      for (int64_t i = 0; i < table.numel(); ++i) table.data<uint8_t>()[i] = static_cast<uint8_t>(rng());
+      ValueId t = g.add_constant("t", table);
+      std::vector<ValueId> ins{x, t};
+      for (int k = 0; k < 4; ++k) ins.push_back(g.add_constant("bn" + std::to_string(k), Tensor(DType::f32, {C})));
+      ValueId y = g.add_value("y", DType::u8, cs.x, true);
+      g.value(y).quant = QuantParams{{0.02f}, {3}, -1};
+      Attributes a;
+      a.set("op", std::string("BatchNormalization"));
+      g.add_node("QLut", "lut", ins, {y}, a);
+      validate(g);
+      NodeContext ctx{g, g.nodes[0], host_target(), 3};
+      if (!candidate_cannot_run(*kc, ctx).empty()) break;  // a CPU feature this host lacks
+      ran = true;
+      ASSERT_EQ(kc->check(ctx), "") << kc->name;
+      const int64_t n = num_elements(cs.x);
+      int64_t plane = 1;
+      for (size_t d = 2; d < cs.x.size(); ++d) plane *= cs.x[d];
+      Tensor xin(DType::u8, cs.x), want(DType::u8, cs.x);
+      for (int64_t i = 0; i < n; ++i) xin.data<uint8_t>()[i] = static_cast<uint8_t>(rng());
+      for (int64_t i = 0; i < n; ++i)
+        want.data<uint8_t>()[i] = table.data<uint8_t>()[(i / plane) % C * 256 + xin.data<uint8_t>()[i]];
+      std::vector<TensorView> in = {xin.view(), table.view()};
+      auto k = kc->create(ctx);
+      for (int threads : {1, 3}) {
+        ThreadPool pool(threads);
+        Tensor got(DType::u8, cs.x);
+        std::vector<TensorView> out = {got.view()};
+        k->run(in, out, pool);
+        EXPECT_EQ(std::memcmp(got.data<uint8_t>(), want.data<uint8_t>(), size_t(n)), 0)
+            << kc->name << " " << shape_str(cs.x) << " threads " << threads;
+      }
+    }
+    rows += ran;
+  }
+  EXPECT_GE(rows, 2);  // the scalar row and the reference at least
+}
+
+// The validation layer refuses a per-channel table of the wrong shape, naming it.
+TEST(QLut, PerChannelTableOfTheWrongShapeIsRefused) {
+  Graph g;
+  ValueId x = g.add_value("x", DType::u8, {1, 4, 3, 3}, true);
+  g.value(x).quant = QuantParams{{0.05f}, {7}, -1};
+  ValueId y = g.add_value("y", DType::u8, {1, 4, 3, 3}, true);
+  g.value(y).quant = QuantParams{{0.02f}, {3}, -1};
+  Attributes a;
+  a.set("op", std::string("BatchNormalization"));
+  g.add_node("QLut", "lut", {x, g.add_constant("t", Tensor(DType::u8, {256}))}, {y}, a);
+  try {
+    validate(g);
+    FAIL() << "a 256-entry table for 4 channels validated";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[4, 256]"), std::string::npos) << e.what();
+  }
+}
+
 #ifdef LOWBIT_HAS_ONNX
 // QDQ export writes each table as its op between DequantizeLinear and QuantizeLinear. Imported
 // back, that op runs on lowbit's fp32 SIMD kernels, whose Sigmoid is within 2 ulp of the
@@ -205,6 +359,26 @@ TEST(QLut, QdqExportReimportsToTheSameCodes) {
   o.threads = 2;
   auto back = CompiledModel::compile(import_onnx_bytes(export_onnx_qdq_bytes(b.graph), {}, "qlut-roundtrip"), o);
   EXPECT_EQ(count_ops(back->graph(), "QConv"), 5);
+  for (uint64_t seed = 4; seed <= 6; ++seed) {
+    auto in = synthetic_inputs(fp32->graph(), seed);
+    const Tensor a = b.model->run(in)[0], r = back->run(in)[0];
+    EXPECT_LE(testutil::count_different(a, r), a.numel() / 20) << "seed " << seed;
+    EXPECT_GT(testutil::cosine(a, r), 0.9999) << "seed " << seed;
+  }
+}
+
+// The per-channel table exports as DequantizeLinear -> BatchNormalization -> Relu ->
+// QuantizeLinear; imported back, that runs in fp32 (as the element-wise maps' do) and gives the
+// table's codes up to half-step ties. Without the pool, whose u8 average rounds otherwise than
+// the exported DequantizeLinear -> AveragePool -> QuantizeLinear (14 of 36 outputs moved by that alone).
+TEST(QLut, BatchNormTableExportReimportsToTheSameCodes) {
+  std::unique_ptr<CompiledModel> fp32;
+  QuantizedBuild b = quantized_bn_net(fp32, false);
+  CompileOptions o;
+  o.threads = 2;
+  auto back = CompiledModel::compile(import_onnx_bytes(export_onnx_qdq_bytes(b.graph), {}, "bn-roundtrip"), o);
+  EXPECT_EQ(count_ops(back->graph(), "BatchNormalization"), 1);
+  EXPECT_EQ(count_ops(back->graph(), "QConv"), 4);
   for (uint64_t seed = 4; seed <= 6; ++seed) {
     auto in = synthetic_inputs(fp32->graph(), seed);
     const Tensor a = b.model->run(in)[0], r = back->run(in)[0];

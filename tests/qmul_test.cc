@@ -12,6 +12,7 @@
 #include "lowbit/kernels/reference/reference.h"
 #include "lowbit/quant/guard.h"
 #include "lowbit/runtime/thread_pool.h"
+#include "small_graphs.h"
 #include "tensor_compare.h"
 #ifdef LOWBIT_HAS_ONNX
 #include "lowbit/frontend/onnx/onnx_export_qdq.h"
@@ -84,18 +85,9 @@ TEST(QMul, EveryRowMatchesTheReference) {
 Graph se_net() {
   Graph g;
   std::mt19937 rng(9);
-  std::normal_distribution<float> d(0.0f, 0.3f);
   ValueId x = g.add_value("x", DType::f32, {1, 64, 10, 10}, true);
   g.inputs.push_back(x);
-  auto conv = [&](ValueId in, int64_t cin, int64_t cout) {
-    Tensor w(DType::f32, {cout, cin, 1, 1}), b(DType::f32, {cout});
-    for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = d(rng);
-    for (int64_t i = 0; i < b.numel(); ++i) b.data<float>()[i] = d(rng);
-    ValueId y = g.add_value(g.unique_name("conv_out"));
-    g.add_node("Conv", g.unique_name("conv"), {in, g.add_constant(g.unique_name("w"), w), g.add_constant(g.unique_name("b"), b)},
-               {y});
-    return y;
-  };
+  auto conv = [&](ValueId in, int64_t cin, int64_t cout) { return test::add_conv1x1(g, rng, 0.3f, in, cin, cout); };
   auto op = [&](const char* type, std::vector<ValueId> in) {
     ValueId y = g.add_value(g.unique_name(std::string(type) + "_out"));
     g.add_node(type, g.unique_name(type), std::move(in), {y});

@@ -250,6 +250,11 @@ bool elementwise_map(std::string_view op) {
   return s && s->elementwise_map;
 }
 
+bool channel_map(std::string_view op) {
+  const OpSchema* s = find_schema(op);
+  return s && s->channel_map;
+}
+
 bool conv_post_op(std::string_view op) {
   const OpSchema* s = find_schema(op);
   return s && s->conv_post_op;

@@ -61,6 +61,10 @@ struct OpSchema {
   // Output element i is a function of input element i alone (its other inputs, if any, constant
   // scalars): on u8 codes the quantizer runs such an op as a 256-entry table (QLut).
   bool elementwise_map = false;
+  // Output element (n, c, ...) is a function of input element (n, c, ...) and of channel c's
+  // constants alone (inference BatchNormalization, with any clamp fused into it): on u8 codes the
+  // quantizer runs such an op as a 256-entry table per channel (QLut with a [C, 256] table).
+  bool channel_map = false;
   // One of lowbit's own quantized ops (QConv, QGemm, QAdd, QLut): reads codes and writes codes
   // with parameters of their own (a graph holding one was quantized by lowbit).
   bool lowbit_quantized = false;
@@ -76,8 +80,9 @@ struct OpSchema {
 // The op's QuantPassthrough (no for unknown ops).
 QuantPassthrough quant_passthrough(std::string_view op);
 
-// The op's elementwise_map / lowbit_quantized (false for unknown ops).
+// The op's elementwise_map / channel_map / lowbit_quantized (false for unknown ops).
 bool elementwise_map(std::string_view op);
+bool channel_map(std::string_view op);
 bool lowbit_quantized(std::string_view op);
 bool conv_post_op(std::string_view op);
 

@@ -377,7 +377,7 @@ const bool kRegistered = [] {
   SchemaRegistrar({.op = "Conv", .min_inputs = 2, .max_inputs = 4, .infer = infer_conv});
   SchemaRegistrar({.op = "ConvTranspose", .min_inputs = 2, .max_inputs = 3, .infer = infer_conv_transpose});
   SchemaRegistrar({.op = "BatchNormalization", .min_inputs = 5, .max_inputs = 5, .min_outputs = 1, .max_outputs = 5,
-                   .infer = infer_batch_norm});
+                   .infer = infer_batch_norm, .channel_map = true});
   // SiLU: lowbit's x * Sigmoid(x) (passes/fuse_activations.cc; exported as Sigmoid + Mul).
   // Element-wise maps: quantized, each is a table of 256 codes (QLut).
   // Those a float Conv applies as it stores its output (Relu and Clip fuse as its clamp instead).

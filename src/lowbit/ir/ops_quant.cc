@@ -187,14 +187,26 @@ void infer_qmul(InferContext& c) {
 
 // QLut: an element-wise map (attribute `op`, with that op's attributes and constant inputs after
 // the table) on u8 codes, y = T[x]. The quantizer fills T with quantize(op(dequantize(code))).
+// A per-channel map (BatchNormalization) has a table per channel: T is [C, 256], C = X's dim 1,
+// and y[n, c, ...] = T[c][x[n, c, ...]].
 void infer_qlut(InferContext& c) {
-  check_input_dtypes(c, {{"X", kU8}, {"T", kU8}, {"op input 1", kF32}, {"op input 2", kF32}});
+  check_input_dtypes(c, {{"X", kU8}, {"T", kU8}, {"op input 1", kF32}, {"op input 2", kF32},
+                         {"op input 3", kF32}, {"op input 4", kF32}});
   const std::string op = c.attrs().get_string("op", "");
   // Identity: a requantization from X's parameters to Y's (a Concat's inputs brought to its own).
-  c.require(elementwise_map(op) || op == "Identity",
-            "attribute op '" + op + "' is not an element-wise map (Sigmoid, HardSwish, ..., or Identity)");
+  c.require(elementwise_map(op) || channel_map(op) || op == "Identity",
+            "attribute op '" + op +
+                "' is not an element-wise map (Sigmoid, HardSwish, ..., or Identity) or a per-channel one (BatchNormalization)");
   const Tensor* t = c.constant(1);
-  c.require(t && t->numel() == 256, "T must be a constant table of 256 u8 codes");
+  if (channel_map(op)) {
+    const Shape& x = c.shape(0);
+    c.require(x.size() >= 2 && x[1] > 0, "a per-channel table needs X of rank 2 or more with channels, got " + shape_str(x));
+    c.require(t && t->shape() == Shape{x[1], 256},
+              "T must be a constant [" + std::to_string(x[1]) + ", 256] table (256 u8 codes per channel)" +
+                  (t ? ", got " + shape_str(t->shape()) : std::string()));
+  } else {
+    c.require(t && t->numel() == 256, "T must be a constant table of 256 u8 codes");
+  }
   require_quant(c, c.node().inputs[0], "X", 1);
   c.set_output(0, DType::u8, c.shape(0));
   require_output_quant(c, DType::u8);
@@ -363,8 +375,9 @@ const bool kRegistered = [] {
                    .signatures = "A u8, B u8 (codes u8|u4|u2|u1) -> Y u8 (codes u8|u4|u2|u1)"});
   SchemaRegistrar({.op = "QMul", .min_inputs = 2, .max_inputs = 2, .infer = infer_qmul, .lowbit_quantized = true,
                    .signatures = "A u8, B u8 (A's shape, or its leading dims then ones) -> Y u8"});
-  SchemaRegistrar({.op = "QLut", .min_inputs = 2, .max_inputs = 4, .infer = infer_qlut, .lowbit_quantized = true,
-                   .signatures = "X u8 (codes u8|u4|u2), T u8 [256] (constant), the op's constants f32 -> Y u8"});
+  SchemaRegistrar({.op = "QLut", .min_inputs = 2, .max_inputs = 6, .infer = infer_qlut, .lowbit_quantized = true,
+                   .signatures = "X u8 (codes u8|u4|u2), T u8 [256] or [C, 256] per channel (constant), the op's "
+                                 "constants f32 -> Y u8"});
   SchemaRegistrar({.op = "QuantizeLinear", .min_inputs = 2, .max_inputs = 3, .infer = infer_quantize_linear,
                    .signatures = "X f32|i32, scale f32, zero point u8|i8|u4|i4|u2|i2 -> Y of the zero point's type "
                                  "(codes u8|u4|u2 in u8 for lowbit's own activations)"});

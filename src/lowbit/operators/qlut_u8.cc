@@ -1,33 +1,60 @@
 #include "lowbit/operators/qlut_u8.h"
 
-#include <cstring>
+#include <algorithm>
+#include <vector>
 
+#include "lowbit/ir/op_schema.h"
 #include "lowbit/kernels/qu8-lut/qu8_lut.h"
 #include "lowbit/operators/operator_util.h"
 
 namespace lowbit {
 namespace {
 
+// 64 KB per task: the scalar lookup costs about a cycle per byte, so smaller tasks would spend as
+// much on scheduling as on lookups (and the SIMD rows are memory-bound well before).
+constexpr int64_t kChunk = 64 * 1024;
+
+// Whether the node's table is one per channel ([C, 256], a BatchNormalization's) rather than one.
+bool per_channel(const NodeContext& ctx) { return channel_map(ctx.node.attrs.get_string("op", "")); }
+
 class QLut final : public Kernel {
  public:
-  QLut(const NodeContext& ctx, Qu8LutFn fn) : fn_(fn) { std::memcpy(table_, ctx.constant(1)->data<uint8_t>(), 256); }
+  QLut(const NodeContext& ctx, Qu8LutFn fn) : fn_(fn) {
+    const Tensor& t = *ctx.constant(1);
+    table_.assign(t.data<uint8_t>(), t.data<uint8_t>() + t.numel());
+    if (per_channel(ctx)) {
+      const Shape& x = ctx.in(0).shape;
+      channels_ = x[1];
+      for (size_t d = 2; d < x.size(); ++d) plane_ *= x[d];
+    }
+  }
 
   void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
     const uint8_t* x = in[0].as<uint8_t>();
     uint8_t* y = out[0].as<uint8_t>();
     const int64_t n = out[0].numel();
-    // 64 KB per task: the scalar lookup costs about a cycle per byte, so smaller tasks would spend
-    // as much on scheduling as on lookups (and the SIMD rows are memory-bound well before).
-    constexpr int64_t kChunk = 64 * 1024;
-    pool.parallel_for(ops::ceil_div(n, kChunk), [&](int64_t t, int) {
-      const int64_t lo = t * kChunk, hi = std::min(n, lo + kChunk);
-      fn_(static_cast<size_t>(hi - lo), x + lo, y + lo, table_);
+    if (channels_ == 0) {
+      pool.parallel_for(ops::ceil_div(n, kChunk), [&](int64_t t, int) {
+        const int64_t lo = t * kChunk, hi = std::min(n, lo + kChunk);
+        fn_(static_cast<size_t>(hi - lo), x + lo, y + lo, table_.data());
+      });
+      return;
+    }
+    // Per channel: whole planes, each with its channel's table, about 64 KB of them per task (one
+    // plane at least: DenseNet-121's are 3136 to 49 bytes).
+    if (plane_ == 0) return;
+    const int64_t planes = n / plane_, per_task = std::max<int64_t>(1, kChunk / plane_);
+    pool.parallel_for(ops::ceil_div(planes, per_task), [&](int64_t t, int) {
+      const int64_t p1 = std::min(planes, (t + 1) * per_task);
+      for (int64_t p = t * per_task; p < p1; ++p)
+        fn_(static_cast<size_t>(plane_), x + p * plane_, y + p * plane_, table_.data() + p % channels_ * 256);
     });
   }
 
  private:
   Qu8LutFn fn_;
-  alignas(64) uint8_t table_[256];
+  std::vector<uint8_t> table_;  // 256 codes, or 256 per channel
+  int64_t channels_ = 0, plane_ = 1;
 };
 
 }  // namespace
@@ -35,7 +62,13 @@ class QLut final : public Kernel {
 std::string check_qlut_u8(const NodeContext& ctx) {
   if (ctx.in(0).dtype != DType::u8 || ctx.out(0).dtype != DType::u8) return "needs u8 input and output";
   const Tensor* t = ctx.constant(1);
-  if (!t || t->dtype() != DType::u8 || t->numel() != 256) return "needs a constant 256-entry u8 table";
+  if (!t || t->dtype() != DType::u8) return "needs a constant u8 table";
+  if (per_channel(ctx)) {
+    const Shape& x = ctx.in(0).shape;
+    if (x.size() < 2 || t->shape() != Shape{x[1], 256}) return "needs a constant [C, 256] table for a per-channel map";
+  } else if (t->numel() != 256) {
+    return "needs a constant 256-entry u8 table";
+  }
   return "";
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // QLut: an element-wise map (HardSwish, Sigmoid, SiLU, ...) on u8 codes as a lookup in its
-// 256-entry table (quant/quantize.cc makes the table). Exact, so identical to the reference
+// 256-entry table, or a per-channel map (an inference BatchNormalization) with a table per channel,
+// plane by plane (quant/quantize.cc makes the tables). Exact, so identical to the reference
 // whatever the thread count.
 #include <memory>
 #include <string>

@@ -32,7 +32,9 @@ int binarize_convs(Graph& g);
 // readers then read bits. After fuse_epilogues (a fused residual or clamp keeps the real output).
 int pack_binary_chains(Graph& g);
 
-// Identity and Dropout (inference) disappear; their consumers read the input directly.
+// Identity and Dropout (inference) disappear, and so does a Pad of zero on every side (PyTorch
+// exports one before each DenseNet transition's AveragePool); their consumers read the input
+// directly.
 int remove_identities(Graph& g);
 
 // Mul(x, Sigmoid(x)) becomes SiLU(x) (lowbit's op; the Sigmoid read only by that Mul).

@@ -362,6 +362,7 @@ class QdqExporter {
       onnx::NodeProto* p = node(op, n.name, in, {t});
       for (const auto& [k, v] : n.attrs.all())
         if (k != "op" && exported_attr(n, k)) copy_attr(p, n, k, v);
+      t = activation(n, t, &quant(g_, n, n.outputs[0]));  // a BatchNormalization's fused Relu / Clip
     }
     // The scale and shift the table took in after the op (quantize.cc's absorb_affine).
     if (n.attrs.has("post_scale")) {

@@ -326,13 +326,18 @@ void qmul(const Graph& g, const Node& n, std::span<const TensorView> in, std::sp
 
 // ---- QLut ----
 
+// y = T[x], or with a [C, 256] table (a per-channel map) y[n, c, ...] = T[c][x[n, c, ...]].
 void qlut(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
-  if (in[0].dtype != DType::u8 || in[1].dtype != DType::u8 || in[1].numel() != 256)
-    fail(n, "QLut reference expects u8 input and a 256-entry u8 table");
+  const Shape& xs = in[0].shape;
+  const bool per_channel = xs.size() >= 2 && in[1].numel() == xs[1] * 256 && in[1].shape.size() == 2;
+  if (in[0].dtype != DType::u8 || in[1].dtype != DType::u8 || (in[1].numel() != 256 && !per_channel))
+    fail(n, "QLut reference expects u8 input and a 256-entry u8 table (or one per channel)");
   const uint8_t* x = in[0].as<uint8_t>();
   const uint8_t* t = in[1].as<uint8_t>();
   uint8_t* y = out[0].as<uint8_t>();
-  for (int64_t i = 0; i < out[0].numel(); ++i) y[i] = t[x[i]];
+  int64_t inner = 1;
+  for (size_t d = 2; d < xs.size(); ++d) inner *= xs[d];
+  for (int64_t i = 0; i < out[0].numel(); ++i) y[i] = t[(per_channel ? (i / inner) % xs[1] * 256 : 0) + x[i]];
 }
 
 // ---- ONNX QuantizeLinear / DequantizeLinear ----
