@@ -78,10 +78,14 @@ void fill_onnx_value_info(onnx::ValueInfoProto* vi, const Value& v) {
 }
 
 bool opset13_attribute(const Node& n, const std::string& name) {
-  if (n.op == "Softmax" && name == "coerce_2d") return false;
-  if (n.op == "BatchNormalization" && name == "training_mode") return n.attrs.get_int(name, 0) != 0;
-  if (n.op == "Reshape" && name == "allowzero") return n.attrs.get_int(name, 0) != 0;
-  if (n.op == "Concat" && name == kConcatInPlaceAttr) return false;  // lowbit's memory-plan hint
+  // A QLut exports as its op (attribute `op`) between DequantizeLinear and QuantizeLinear, with
+  // that op's attributes: a BatchNormalization table's training_mode = 0 made ONNX Runtime refuse
+  // the whole model.
+  const std::string op = n.op == "QLut" ? n.attrs.get_string("op", "") : n.op;
+  if (op == "Softmax" && name == "coerce_2d") return false;
+  if (op == "BatchNormalization" && name == "training_mode") return n.attrs.get_int(name, 0) != 0;
+  if (op == "Reshape" && name == "allowzero") return n.attrs.get_int(name, 0) != 0;
+  if (op == "Concat" && name == kConcatInPlaceAttr) return false;  // lowbit's memory-plan hint
   return true;
 }
 
