@@ -9,6 +9,7 @@
 
 #include "lowbit/common/error.h"
 #include "lowbit/dispatch/registry.h"
+#include "lowbit/ir/channel_table.h"
 #ifdef LOWBIT_HAS_ONNX
 #include <onnx/onnx_pb.h>
 
@@ -188,8 +189,9 @@ TEST(QLut, BatchNormAfterConcatIsATablePerChannel) {
   const Node* n = find_lut(g, "BatchNormalization");
   ASSERT_NE(n, nullptr);
   EXPECT_EQ(n->attrs.get_float("act_min", -1.0f), 0.0f);  // the Relu
-  const Tensor* t = g.constant(n->inputs[1]);
-  ASSERT_EQ(t->shape(), (Shape{7, 256}));
+  EXPECT_EQ(n->inputs[1], kNoValue);  // derived when the kernel is made, not stored
+  const std::vector<uint8_t> table = channel_table(g, *n);
+  ASSERT_EQ(table.size(), size_t{7 * 256});
   const QuantParams& qx = *g.value(n->inputs[0]).quant;
   const QuantParams& qy = *g.value(n->outputs[0]).quant;
   const Graph& f = fp32->graph();
@@ -204,7 +206,7 @@ TEST(QLut, BatchNormAfterConcatIsATablePerChannel) {
       const double v = (code - qx.zero_point[0]) * double(qx.scale[0]);
       const double y = std::max(0.0, (v - param(3, c)) / std::sqrt(param(4, c) + 1e-5) * param(1, c) + param(2, c));
       const double want = std::clamp(std::nearbyint(y / qy.scale[0]) + qy.zero_point[0], 0.0, 255.0);
-      const int got = t->data<uint8_t>()[c * 256 + code];
+      const int got = table[size_t(c * 256 + code)];
       EXPECT_LE(std::abs(got - want), 1.0) << "channel " << c << " code " << code;
       exact += got == want;
     }
@@ -276,9 +278,35 @@ TEST(QLut, EveryRowMatchesTheReference) {
   EXPECT_GE(rows, 1);
 }
 
-// Every QLut row with a table per channel ([C, 256]) against y[n, c, i] = T[c][x[n, c, i]]
-// written out here: planes of 1 to 90000 bytes (one plane per task, and many), channel counts that
-// do not divide the task's planes, batch 2; 1 and 3 threads.
+// A per-channel QLut node: BatchNormalization constants drawn from rng (every channel's table
+// differs), its Relu as act_min, X [shape] and Y quantized per tensor.
+Graph bn_lut_graph(const Shape& shape, std::mt19937& rng) {
+  const int64_t C = shape[1];
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::uniform_real_distribution<float> pos(0.3f, 2.0f);
+  Graph g;
+  ValueId x = g.add_value("x", DType::u8, shape, true);
+  g.value(x).quant = QuantParams{{0.05f}, {7}, -1};
+  std::vector<ValueId> ins{x, kNoValue};
+  for (int k = 0; k < 4; ++k) {
+    Tensor t(DType::f32, {C});
+    for (int64_t c = 0; c < C; ++c) t.data<float>()[c] = k == 0 || k == 3 ? pos(rng) : d(rng);
+    ins.push_back(g.add_constant("bn" + std::to_string(k), t));
+  }
+  ValueId y = g.add_value("y", DType::u8, shape, true);
+  g.value(y).quant = QuantParams{{0.02f}, {3}, -1};
+  Attributes a;
+  a.set("op", std::string("BatchNormalization"));
+  a.set("act_min", 0.0f);
+  g.add_node("QLut", "lut", ins, {y}, a);
+  validate(g);
+  return g;
+}
+
+// Every QLut row with a table per channel against y[n, c, i] = T_c[x[n, c, i]] written out here
+// (T from channel_table, which the test above checks against the formula): planes of 1 to 90000
+// bytes (one plane per task, and many), channel counts that do not divide a task's planes,
+// batch 2; 1 and 3 threads.
 TEST(QLut, EveryRowMatchesTheOraclePerChannel) {
   std::mt19937 rng(12);
   int rows = 0;
@@ -292,20 +320,8 @@ TEST(QLut, EveryRowMatchesTheOraclePerChannel) {
     bool ran = false;
     for (const Case& cs : cases) {
       const int64_t C = cs.x[1];
-      Graph g;
-      ValueId x = g.add_value("x", DType::u8, cs.x, true);
-      g.value(x).quant = QuantParams{{0.05f}, {7}, -1};
-      Tensor table(DType::u8, {C, 256});
-      for (int64_t i = 0; i < table.numel(); ++i) table.data<uint8_t>()[i] = static_cast<uint8_t>(rng());
-      ValueId t = g.add_constant("t", table);
-      std::vector<ValueId> ins{x, t};
-      for (int k = 0; k < 4; ++k) ins.push_back(g.add_constant("bn" + std::to_string(k), Tensor(DType::f32, {C})));
-      ValueId y = g.add_value("y", DType::u8, cs.x, true);
-      g.value(y).quant = QuantParams{{0.02f}, {3}, -1};
-      Attributes a;
-      a.set("op", std::string("BatchNormalization"));
-      g.add_node("QLut", "lut", ins, {y}, a);
-      validate(g);
+      const Graph g = bn_lut_graph(cs.x, rng);
+      const std::vector<uint8_t> table = channel_table(g, g.nodes[0]);
       NodeContext ctx{g, g.nodes[0], host_target(), 3};
       if (!candidate_cannot_run(*kc, ctx).empty()) break;  // a CPU feature this host lacks
       ran = true;
@@ -316,8 +332,9 @@ TEST(QLut, EveryRowMatchesTheOraclePerChannel) {
       Tensor xin(DType::u8, cs.x), want(DType::u8, cs.x);
       for (int64_t i = 0; i < n; ++i) xin.data<uint8_t>()[i] = static_cast<uint8_t>(rng());
       for (int64_t i = 0; i < n; ++i)
-        want.data<uint8_t>()[i] = table.data<uint8_t>()[(i / plane) % C * 256 + xin.data<uint8_t>()[i]];
-      std::vector<TensorView> in = {xin.view(), table.view()};
+        want.data<uint8_t>()[i] = table[size_t((i / plane) % C * 256 + xin.data<uint8_t>()[i])];
+      std::vector<TensorView> in = {xin.view(), TensorView{}};
+      for (size_t k = 2; k < 6; ++k) in.push_back(g.constant(g.nodes[0].inputs[k])->view());
       auto k = kc->create(ctx);
       for (int threads : {1, 3}) {
         ThreadPool pool(threads);
@@ -333,22 +350,25 @@ TEST(QLut, EveryRowMatchesTheOraclePerChannel) {
   EXPECT_GE(rows, 2);  // the scalar row and the reference at least
 }
 
-// The validation layer refuses a per-channel table of the wrong shape, naming it.
-TEST(QLut, PerChannelTableOfTheWrongShapeIsRefused) {
-  Graph g;
-  ValueId x = g.add_value("x", DType::u8, {1, 4, 3, 3}, true);
-  g.value(x).quant = QuantParams{{0.05f}, {7}, -1};
-  ValueId y = g.add_value("y", DType::u8, {1, 4, 3, 3}, true);
-  g.value(y).quant = QuantParams{{0.02f}, {3}, -1};
-  Attributes a;
-  a.set("op", std::string("BatchNormalization"));
-  g.add_node("QLut", "lut", {x, g.add_constant("t", Tensor(DType::u8, {256}))}, {y}, a);
-  try {
-    validate(g);
-    FAIL() << "a 256-entry table for 4 channels validated";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("[4, 256]"), std::string::npos) << e.what();
-  }
+// The validation layer refuses a per-channel QLut whose constants do not fit its channels, or that
+// brings a table of its own, naming the node and the input.
+TEST(QLut, PerChannelMapWithWrongConstantsIsRefused) {
+  std::mt19937 rng(13);
+  auto refused = [](Graph g, const std::string& want) {
+    try {
+      validate(g);
+      ADD_FAILURE() << "validated; wanted an error with '" << want << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("lut"), std::string::npos) << e.what();
+    }
+  };
+  Graph short_var = bn_lut_graph({1, 4, 3, 3}, rng);
+  short_var.nodes[0].inputs[5] = short_var.add_constant("var3", Tensor(DType::f32, {3}));
+  refused(std::move(short_var), "one per channel");
+  Graph with_table = bn_lut_graph({1, 4, 3, 3}, rng);
+  with_table.nodes[0].inputs[1] = with_table.add_constant("t", Tensor(DType::u8, {4, 256}));
+  refused(std::move(with_table), "no table");
 }
 
 #ifdef LOWBIT_HAS_ONNX

@@ -6,6 +6,7 @@
 #include "lowbit/ir/codes.h"
 #include "lowbit/ir/infer_helpers.h"
 #include "lowbit/ir/op_params.h"
+#include "lowbit/ir/channel_table.h"
 
 namespace lowbit {
 namespace {
@@ -187,8 +188,8 @@ void infer_qmul(InferContext& c) {
 
 // QLut: an element-wise map (attribute `op`, with that op's attributes and constant inputs after
 // the table) on u8 codes, y = T[x]. The quantizer fills T with quantize(op(dequantize(code))).
-// A per-channel map (BatchNormalization) has a table per channel: T is [C, 256], C = X's dim 1,
-// and y[n, c, ...] = T[c][x[n, c, ...]].
+// A per-channel map (BatchNormalization) has a table per channel, y[n, c, ...] = T_c[x[n, c, ...]],
+// derived from the op's constants (ir/channel_table.h): input T is left empty.
 void infer_qlut(InferContext& c) {
   check_input_dtypes(c, {{"X", kU8}, {"T", kU8}, {"op input 1", kF32}, {"op input 2", kF32},
                          {"op input 3", kF32}, {"op input 4", kF32}});
@@ -197,19 +198,17 @@ void infer_qlut(InferContext& c) {
   c.require(elementwise_map(op) || channel_map(op) || op == "Identity",
             "attribute op '" + op +
                 "' is not an element-wise map (Sigmoid, HardSwish, ..., or Identity) or a per-channel one (BatchNormalization)");
-  const Tensor* t = c.constant(1);
-  if (channel_map(op)) {
-    const Shape& x = c.shape(0);
-    c.require(x.size() >= 2 && x[1] > 0, "a per-channel table needs X of rank 2 or more with channels, got " + shape_str(x));
-    c.require(t && t->shape() == Shape{x[1], 256},
-              "T must be a constant [" + std::to_string(x[1]) + ", 256] table (256 u8 codes per channel)" +
-                  (t ? ", got " + shape_str(t->shape()) : std::string()));
-  } else {
+  if (!channel_map(op)) {
+    const Tensor* t = c.constant(1);
     c.require(t && t->numel() == 256, "T must be a constant table of 256 u8 codes");
   }
   require_quant(c, c.node().inputs[0], "X", 1);
   c.set_output(0, DType::u8, c.shape(0));
   require_output_quant(c, DType::u8);
+  if (channel_map(op)) {
+    const std::string why = channel_table_unavailable(c.graph(), c.node());
+    c.require(why.empty(), "per-channel map " + op + ": " + why);
+  }
 }
 
 // ONNX per-tensor or per-axis scale/zero-point inputs: a scalar, or a 1-D tensor along `axis`.
@@ -375,9 +374,9 @@ const bool kRegistered = [] {
                    .signatures = "A u8, B u8 (codes u8|u4|u2|u1) -> Y u8 (codes u8|u4|u2|u1)"});
   SchemaRegistrar({.op = "QMul", .min_inputs = 2, .max_inputs = 2, .infer = infer_qmul, .lowbit_quantized = true,
                    .signatures = "A u8, B u8 (A's shape, or its leading dims then ones) -> Y u8"});
-  SchemaRegistrar({.op = "QLut", .min_inputs = 2, .max_inputs = 6, .infer = infer_qlut, .lowbit_quantized = true,
-                   .signatures = "X u8 (codes u8|u4|u2), T u8 [256] or [C, 256] per channel (constant), the op's "
-                                 "constants f32 -> Y u8"});
+  SchemaRegistrar({.op = "QLut", .min_inputs = 1, .max_inputs = 6, .infer = infer_qlut, .lowbit_quantized = true,
+                   .signatures = "X u8 (codes u8|u4|u2), T u8 [256] (constant; none for a per-channel map, whose "
+                                 "tables come from its constants), the op's constants f32 -> Y u8"});
   SchemaRegistrar({.op = "QuantizeLinear", .min_inputs = 2, .max_inputs = 3, .infer = infer_quantize_linear,
                    .signatures = "X f32|i32, scale f32, zero point u8|i8|u4|i4|u2|i2 -> Y of the zero point's type "
                                  "(codes u8|u4|u2 in u8 for lowbit's own activations)"});

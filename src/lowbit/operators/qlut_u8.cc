@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "lowbit/ir/channel_table.h"
 #include "lowbit/ir/op_schema.h"
 #include "lowbit/kernels/qu8-lut/qu8_lut.h"
 #include "lowbit/operators/operator_util.h"
@@ -20,9 +21,11 @@ bool per_channel(const NodeContext& ctx) { return channel_map(ctx.node.attrs.get
 class QLut final : public Kernel {
  public:
   QLut(const NodeContext& ctx, Qu8LutFn fn) : fn_(fn) {
-    const Tensor& t = *ctx.constant(1);
-    table_.assign(t.data<uint8_t>(), t.data<uint8_t>() + t.numel());
-    if (per_channel(ctx)) {
+    if (!per_channel(ctx)) {
+      const Tensor& t = *ctx.constant(1);
+      table_.assign(t.data<uint8_t>(), t.data<uint8_t>() + t.numel());
+    } else {
+      table_ = channel_table(ctx.graph, ctx.node);
       const Shape& x = ctx.in(0).shape;
       channels_ = x[1];
       for (size_t d = 2; d < x.size(); ++d) plane_ *= x[d];
@@ -53,7 +56,7 @@ class QLut final : public Kernel {
 
  private:
   Qu8LutFn fn_;
-  std::vector<uint8_t> table_;  // 256 codes, or 256 per channel
+  std::vector<uint8_t> table_;  // 256 codes, or 256 per channel (derived, ir/channel_table.h)
   int64_t channels_ = 0, plane_ = 1;
 };
 
@@ -61,14 +64,9 @@ class QLut final : public Kernel {
 
 std::string check_qlut_u8(const NodeContext& ctx) {
   if (ctx.in(0).dtype != DType::u8 || ctx.out(0).dtype != DType::u8) return "needs u8 input and output";
+  if (per_channel(ctx)) return channel_table_unavailable(ctx.graph, ctx.node);
   const Tensor* t = ctx.constant(1);
-  if (!t || t->dtype() != DType::u8) return "needs a constant u8 table";
-  if (per_channel(ctx)) {
-    const Shape& x = ctx.in(0).shape;
-    if (x.size() < 2 || t->shape() != Shape{x[1], 256}) return "needs a constant [C, 256] table for a per-channel map";
-  } else if (t->numel() != 256) {
-    return "needs a constant 256-entry u8 table";
-  }
+  if (!t || t->dtype() != DType::u8 || t->numel() != 256) return "needs a constant 256-entry u8 table";
   return "";
 }
 

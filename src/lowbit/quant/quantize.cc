@@ -544,23 +544,14 @@ class Rewriter {
   // every dequantized code, and the node becomes a table lookup (QLut). Its result is the fp32 op
   // between a DequantizeLinear and a QuantizeLinear, by construction; the op and its constant
   // inputs stay on the node for the QDQ export.
-  // A per-channel map (an inference BatchNormalization BN folding left: DenseNet-121's 58, after
-  // each Concat, with the Relu after it fused as its clamp) runs on C x 256 codes, [1, C, 256], and
-  // gets a table per channel: one pass over u8 codes instead of DequantizeLinear, the fp32 op and
-  // QuantizeLinear (three passes, two of them over fp32: 3.6 of 14.4 int8 ms on Zen 5, 1 thread).
   bool quantize_lut(const Node& n, ValueId x, ValueId y) {
     if (!is_u8(x) || !has_range(y) || n.outputs.size() != 1) return false;
     for (size_t i = 1; i < n.inputs.size(); ++i)
       if (n.inputs[i] != kNoValue && !f_.is_constant(n.inputs[i])) return false;
-    const bool per_channel = channel_map(n.op);
-    const Shape& xs = fv(x).shape;
-    if (per_channel && (xs.size() < 2 || xs[1] <= 0 || xs[1] > (int64_t{1} << 16) || n.attrs.get_int("training_mode", 0) != 0))
-      return false;
-    const int64_t channels = per_channel ? xs[1] : 1;
+    if (channel_map(n.op)) return quantize_channel_map(n, x, y);
     const QuantParams qx = *q_.value(u8_[static_cast<size_t>(x)]).quant;
-    Graph m;  // the op alone, on the 256 codes (of every channel)
-    const Shape codes_shape = per_channel ? Shape{1, channels, 256} : Shape{256};
-    std::vector<ValueId> ins{m.add_value("codes", DType::f32, codes_shape, true)};
+    Graph m;  // the op alone, on the 256 codes
+    std::vector<ValueId> ins{m.add_value("codes", DType::f32, {256}, true)};
     std::vector<const Tensor*> args{nullptr};
     for (size_t i = 1; i < n.inputs.size(); ++i) {
       ins.push_back(n.inputs[i] == kNoValue ? kNoValue : m.add_constant(fv(n.inputs[i]).name, *f_.constant(n.inputs[i])));
@@ -568,14 +559,13 @@ class Rewriter {
     }
     m.add_node(n.op, n.name, ins, {m.add_value("mapped")}, n.attrs);
     validate(m);
-    Tensor codes(DType::f32, codes_shape);
-    for (int64_t i = 0; i < codes.numel(); ++i)
-      codes.data<float>()[i] = (static_cast<float>(i % 256) - qx.zero_point[0]) * qx.scale[0];
+    Tensor codes(DType::f32, {256});
+    for (int32_t c = 0; c < 256; ++c) codes.data<float>()[c] = (static_cast<float>(c) - qx.zero_point[0]) * qx.scale[0];
     args[0] = &codes;
     const std::vector<Tensor> mapped = evaluate_reference(m, m.nodes[0], args);
     float scale = 1.0f, shift = 0.0f;
     std::vector<NodeId> taken;
-    if (const ValueId last = per_channel ? y : absorb_affine(y, scale, shift, taken); last != y && has_range(last)) {
+    if (const ValueId last = absorb_affine(y, scale, shift, taken); last != y && has_range(last)) {
       y = last;
       for (NodeId t : taken) absorbed_[static_cast<size_t>(t)] = 1;
     } else {
@@ -584,8 +574,8 @@ class Rewriter {
     ValueId out = new_u8(y, act_params(y));
     const QuantParams& qy = *q_.value(out).quant;
     const CodeRange range = code_range(q_.value(out));
-    Tensor table(DType::u8, per_channel ? Shape{channels, 256} : Shape{256});
-    for (int64_t c = 0; c < table.numel(); ++c) {
+    Tensor table(DType::u8, {256});
+    for (int32_t c = 0; c < 256; ++c) {
       float v = mapped[0].data<float>()[c];  // NaN (Sqrt of a negative code) reads as 0
       if (scale != 1.0f || shift != 0.0f) {     // as the Mul and Add it took in: two roundings
         const float scaled = v * scale;
@@ -601,6 +591,25 @@ class Rewriter {
     attrs.set("op", n.op);
     if (scale != 1.0f) attrs.set("post_scale", scale);
     if (shift != 0.0f) attrs.set("post_shift", shift);
+    q_.add_node("QLut", n.name, in, {out}, attrs);
+    return true;
+  }
+
+  // A per-channel map (an inference BatchNormalization BN folding left: DenseNet-121's 58 after
+  // each Concat, with the Relu after it fused as its clamp) becomes a QLut with a table per
+  // channel, derived from its constants when the kernel is made (ir/channel_table.h), not
+  // stored: one pass over u8 codes instead of DequantizeLinear, the fp32 op and QuantizeLinear
+  // (three passes, two over fp32: 3.6 of DenseNet-121's 14.4 int8 ms on Zen 5, 1 thread).
+  bool quantize_channel_map(const Node& n, ValueId x, ValueId y) {
+    const Shape& xs = fv(x).shape;
+    if (n.op != "BatchNormalization" || n.inputs.size() != 5 || xs.size() < 2 || xs[1] <= 0 ||
+        n.attrs.get_int("training_mode", 0) != 0)
+      return false;
+    const ValueId out = new_u8(y, act_params(y));
+    std::vector<ValueId> in{u8_[static_cast<size_t>(x)], kNoValue};
+    for (size_t i = 1; i < n.inputs.size(); ++i) in.push_back(f32(n.inputs[i]));
+    Attributes attrs = n.attrs;
+    attrs.set("op", n.op);
     q_.add_node("QLut", n.name, in, {out}, attrs);
     return true;
   }

@@ -11,7 +11,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "lowbit/ir/channel_table.h"
 #include "lowbit/ir/codes.h"
+#include "lowbit/ir/op_schema.h"
 #include "lowbit/ir/op_params.h"
 #include "lowbit/kernels/reference/broadcast.h"
 #include "lowbit/kernels/reference/reference.h"
@@ -326,18 +328,24 @@ void qmul(const Graph& g, const Node& n, std::span<const TensorView> in, std::sp
 
 // ---- QLut ----
 
-// y = T[x], or with a [C, 256] table (a per-channel map) y[n, c, ...] = T[c][x[n, c, ...]].
+// y = T[x]; for a per-channel map, y[n, c, ...] = T_c[x[n, c, ...]] with the tables derived from
+// the op's constants (ir/channel_table.h).
 void qlut(const Graph& g, const Node& n, std::span<const TensorView> in, std::span<const TensorView> out) {
   const Shape& xs = in[0].shape;
-  const bool per_channel = xs.size() >= 2 && in[1].numel() == xs[1] * 256 && in[1].shape.size() == 2;
-  if (in[0].dtype != DType::u8 || in[1].dtype != DType::u8 || (in[1].numel() != 256 && !per_channel))
-    fail(n, "QLut reference expects u8 input and a 256-entry u8 table (or one per channel)");
-  const uint8_t* x = in[0].as<uint8_t>();
-  const uint8_t* t = in[1].as<uint8_t>();
   uint8_t* y = out[0].as<uint8_t>();
-  int64_t inner = 1;
-  for (size_t d = 2; d < xs.size(); ++d) inner *= xs[d];
-  for (int64_t i = 0; i < out[0].numel(); ++i) y[i] = t[(per_channel ? (i / inner) % xs[1] * 256 : 0) + x[i]];
+  const uint8_t* x = in[0].as<uint8_t>();
+  if (channel_map(n.attrs.get_string("op", ""))) {
+    if (in[0].dtype != DType::u8) fail(n, "QLut reference expects u8 input");
+    const std::vector<uint8_t> t = channel_table(g, n);
+    int64_t inner = 1;
+    for (size_t d = 2; d < xs.size(); ++d) inner *= xs[d];
+    for (int64_t i = 0; i < out[0].numel(); ++i) y[i] = t[static_cast<size_t>((i / inner) % xs[1] * 256 + x[i])];
+    return;
+  }
+  if (in[0].dtype != DType::u8 || in[1].dtype != DType::u8 || in[1].numel() != 256)
+    fail(n, "QLut reference expects u8 input and a 256-entry u8 table");
+  const uint8_t* t = in[1].as<uint8_t>();
+  for (int64_t i = 0; i < out[0].numel(); ++i) y[i] = t[x[i]];
 }
 
 // ---- ONNX QuantizeLinear / DequantizeLinear ----
