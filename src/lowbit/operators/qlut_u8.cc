@@ -15,7 +15,7 @@ namespace {
 // much on scheduling as on lookups (and the SIMD rows are memory-bound well before).
 constexpr int64_t kChunk = 64 * 1024;
 
-// Whether the node's table is one per channel ([C, 256], a BatchNormalization's) rather than one.
+// Whether the node maps codes per channel (a BatchNormalization: tables derived, ir/channel_table.h).
 bool per_channel(const NodeContext& ctx) { return channel_map(ctx.node.attrs.get_string("op", "")); }
 
 class QLut final : public Kernel {
