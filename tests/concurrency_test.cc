@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <barrier>
+#include <chrono>
 #include <cctype>
 #include <cstring>
 #include <string>
@@ -22,6 +23,7 @@
 #include "lowbit/quant/guard.h"
 #include "lowbit/quant/precision.h"
 #include "lowbit/runtime/compiled_model.h"
+#include "lowbit/runtime/thread_pool.h"
 
 namespace lowbit {
 namespace {
@@ -129,6 +131,41 @@ TEST(Concurrency, RefusedRunsTakeNoContext) {
   for (int i = 0; i < 3; ++i) EXPECT_THROW(m->run({Tensor(DType::f32, {1, 3, 8, 8})}), Error);
   EXPECT_NO_THROW(m->run(synthetic_inputs(m->graph(), 1)));
   EXPECT_EQ(m->contexts(), 1);
+}
+
+// The pool's hand-offs (runtime/thread_pool.cc): every task index runs exactly once, on a thread
+// index in range, whichever way each side waits. Back-to-back forks keep the workers spinning;
+// pauses longer than the spin (200 us) put them to sleep on the condition variable; a worker task
+// that outlasts the spin puts the caller to sleep on its own. Run under ThreadSanitizer too.
+TEST(ThreadPool, EveryTaskRunsOnceWhetherTheSidesSpinOrSleep) {
+  using namespace std::chrono_literals;
+  for (int threads : {1, 2, 3, 4}) {
+    ThreadPool pool(threads);
+    ASSERT_EQ(pool.size(), threads);
+    for (int round = 0; round < 60; ++round) {
+      const int64_t tasks = round % 7 == 0 ? 0 : round % 5 == 0 ? 1 : 1 + (round * 37) % 97;
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(tasks) + 1);
+      std::atomic<int> bad_thread{0};
+      const bool sleepy_worker = round % 4 == 1;  // a worker's task outlasts the caller's spin
+      pool.parallel_for(tasks, [&](int64_t t, int thread) {
+        if (thread < 0 || thread >= threads) bad_thread.fetch_add(1);
+        hits[static_cast<size_t>(t)].fetch_add(1);
+        if (sleepy_worker && thread != 0 && t % 9 == 0) std::this_thread::sleep_for(1ms);
+      });
+      for (int64_t t = 0; t < tasks; ++t)
+        ASSERT_EQ(hits[static_cast<size_t>(t)].load(), 1) << "threads " << threads << " round " << round << " task " << t;
+      EXPECT_EQ(bad_thread.load(), 0);
+      if (round % 3 == 2) std::this_thread::sleep_for(round % 2 ? 1ms : 25ms);  // the workers block
+    }
+  }
+  // A pool destroyed while its workers sleep, and one destroyed right after a fork.
+  { ThreadPool idle(3); std::this_thread::sleep_for(20ms); }
+  {
+    ThreadPool busy(2);
+    std::atomic<int64_t> sum{0};
+    busy.parallel_for(1000, [&](int64_t t, int) { sum.fetch_add(t); });
+    EXPECT_EQ(sum.load(), 999 * 1000 / 2);
+  }
 }
 
 }  // namespace

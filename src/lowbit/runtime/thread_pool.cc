@@ -58,29 +58,40 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
+// The hand-offs are lock-free: the job is published by the generation's release and read after
+// its acquire, and a condition variable is notified only when the other side has said (under the
+// mutex, then in `sleepers_` / `caller_blocked_`) that it is blocked on it. Every fork used to take
+// the mutex on both sides and notify on every join: an empty 2-thread parallel_for took 1.1-1.6 us
+// on the 2-vCPU Zen 5 VM, 0.85-1.25 us without (2 and 16 tasks), and MobileNetV2 int8 forks ~100
+// times per inference (2 threads: 2.47 -> 2.37 ms). The sleeper counts and the predicates are
+// sequentially consistent, so that of "publish, then look for sleepers" and "announce sleeping,
+// then look at the predicate" at least one side sees the other.
 void ThreadPool::parallel_for(int64_t tasks, const std::function<void(int64_t, int)>& fn) {
   if (tasks <= 0) return;
   if (workers_.empty() || tasks == 1) {
     for (int64_t t = 0; t < tasks; ++t) fn(t, 0);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    job_ = &fn;
-    const int n = size();
-    for (int i = 0; i < n; ++i) {
-      shares_[i].next.store(tasks * i / n, std::memory_order_relaxed);
-      shares_[i].end = tasks * (i + 1) / n;
-    }
-    pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+  job_ = &fn;
+  const int n = size();
+  for (int i = 0; i < n; ++i) {
+    shares_[i].next.store(tasks * i / n, std::memory_order_relaxed);
+    shares_[i].end = tasks * (i + 1) / n;
   }
-  cv_start_.notify_all();
+  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    std::lock_guard<std::mutex> lk(mu_);
+    cv_start_.notify_all();
+  }
   run_shares(fn, 0);
-  if (!spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; })) {
+  auto done = [this] { return pending_.load(std::memory_order_seq_cst) == 0; };
+  if (!spin_until(done)) {
     std::unique_lock<std::mutex> lk(mu_);
-    while (!cv_done_.wait_for(lk, kRecheckJob, [this] { return pending_.load(std::memory_order_acquire) == 0; })) {
+    caller_blocked_.store(true, std::memory_order_seq_cst);
+    while (!cv_done_.wait_for(lk, kRecheckJob, done)) {
     }
+    caller_blocked_.store(false, std::memory_order_relaxed);
   }
 }
 
@@ -96,22 +107,19 @@ void ThreadPool::run_shares(const std::function<void(int64_t, int)>& fn, int ind
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
-    auto ready = [&] { return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen; };
+    auto ready = [&] { return stop_.load(std::memory_order_seq_cst) || generation_.load(std::memory_order_seq_cst) != seen; };
     if (!spin_until(ready)) {
       std::unique_lock<std::mutex> lk(mu_);
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
       while (!cv_start_.wait_for(lk, kRecheckIdle, ready)) {
       }
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
     }
-    const std::function<void(int64_t, int)>* job;
-    {
-      // The job fields are written under the lock before the generation moves.
-      std::lock_guard<std::mutex> lk(mu_);
-      if (stop_.load()) return;
-      seen = generation_.load(std::memory_order_acquire);
-      job = job_;
-    }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation_.load(std::memory_order_acquire);
+    const std::function<void(int64_t, int)>* job = job_;
     run_shares(*job, index);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 && caller_blocked_.load(std::memory_order_seq_cst)) {
       std::lock_guard<std::mutex> lk(mu_);
       cv_done_.notify_one();
     }

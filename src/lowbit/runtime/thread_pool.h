@@ -46,6 +46,10 @@ class ThreadPool {
   std::atomic<int> pending_{0};
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_{false};
+  // Workers blocked on cv_start_, and whether the caller is blocked on cv_done_: a notification is
+  // sent only to a side that is waiting (thread_pool.cc).
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> caller_blocked_{false};
 };
 
 }  // namespace lowbit
