@@ -1,7 +1,7 @@
 #pragma once
 // A small fork-join pool. parallel_for gives thread i the i-th contiguous share of the task
-// indices and lets a thread that finishes its share take tasks from the others' (the caller
-// thread works too). The shares keep data where it was written: kernels number their tasks in
+// indices and lets a thread that finishes its share take the back half of what is left of the
+// others' (the caller thread works too). The shares keep data where it was written: kernels number their tasks in
 // image order, so a thread's part of one layer's output is mostly its part of the next layer's
 // input. With plain dynamic scheduling about half of every layer's input came from the other
 // core's cache, which on this VM (a 350 ns cache-line round trip between its two vCPUs at times)
@@ -36,10 +36,11 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable cv_start_, cv_done_;
   const std::function<void(int64_t, int)>* job_ = nullptr;
-  // One share per thread, each on its own cache line.
+  // One share per thread, each on its own cache line: the task range [next, end) still unclaimed,
+  // packed into one word (next in the low half) so that the owner, taking from the front, and a
+  // thief, taking the back half, claim with one compare-exchange each.
   struct alignas(64) Share {
-    std::atomic<int64_t> next{0};
-    int64_t end = 0;
+    std::atomic<uint64_t> range{0};
   };
   std::unique_ptr<Share[]> shares_;
   void run_shares(const std::function<void(int64_t, int)>& fn, int index);
