@@ -74,7 +74,16 @@ class Conv2dWinogradF32 final : public Kernel {
     const int64_t OHW = p_.OH * p_.OW;
     for (int64_t n = 0; n < p_.N; ++n) {
       const float* xn = x + n * p_.C * p_.H * p_.W;
-      pool.parallel_for(p_.C, [&](int64_t c, int thread) { transform_input(v, c, xn + c * p_.H * p_.W, scratch[thread]); });
+      // With several threads, band b of the tile panels (as many bands as threads, bands outermost)
+      // is transformed by the thread whose GEMM share reads it (run_gemm_tasks: tile panels major,
+      // split at the same panels), not channel by channel: V is 16 x C x tiles floats (1.6 MB for
+      // DenseNet's 128-channel 28 x 28 convs), and by channels half of each thread's V came from the
+      // other core. Each band copies its plane again (a few KB against V's 16 floats per tile).
+      const int64_t np = static_cast<int64_t>(plan_.panels.size()), nb = std::min<int64_t>(pool.size(), np);
+      pool.parallel_for(nb * p_.C, [&](int64_t t, int thread) {
+        const int64_t b = t / p_.C, c = t % p_.C;
+        transform_input(v, c, xn + c * p_.H * p_.W, scratch[thread], np * b / nb, np * (b + 1) / nb);
+      });
       const float* rn = res ? res + n * p_.M * OHW : nullptr;
       float* yn = y + n * p_.M * OHW;
       plan_.run_gemm_tasks(pool, u_in_l2_,
@@ -98,15 +107,17 @@ class Conv2dWinogradF32 final : public Kernel {
     return v + xi * p_.C * plan_.tpad + pan.base * p_.C + c * pan.width + j;
   }
 
-  void transform_input(float* v, int64_t c, const float* xc, float* plane) const {
+  void transform_input(float* v, int64_t c, const float* xc, float* plane, int64_t pi0, int64_t pi1) const {
     ops::copy_padded_plane(xc, p_.H, p_.W, p_.pad_top, p_.pad_left, plan_.PW, plane_floats_, 0.0f, plane);
     float* eo = plane + plane_floats_;
     ks_.split(plane, static_cast<size_t>(plan_.PW), static_cast<size_t>(plan_.PH), static_cast<size_t>(half_), eo);
     const int64_t ld = p_.C * plan_.tpad;
-    for (const Panel& pan : plan_.panels)
+    for (int64_t pi = pi0; pi < pi1; ++pi) {
+      const Panel& pan = plan_.panels[static_cast<size_t>(pi)];
       ks_.input(eo, static_cast<size_t>(half_), plan_.segs.data() + pan.seg_begin,
                 static_cast<size_t>(pan.seg_end - pan.seg_begin), static_cast<size_t>(pan.width), v_at(v, pan, 0, c, 0),
                 static_cast<size_t>(ld));
+    }
   }
 
   // Channel panels [mpa, mpb) x tile panel pi: per xi and K block, the GEMM of each channel panel

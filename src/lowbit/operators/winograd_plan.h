@@ -60,7 +60,11 @@ class Plan {
     const int threads = pool.size();
     const int64_t np = static_cast<int64_t>(panels.size());
     const int64_t want = threads == 1 ? 1 : 4 * static_cast<int64_t>(threads);
-    const int64_t msplit = std::min(mpanels, want), psplit = std::min(np, (want + msplit - 1) / msplit);
+    // psplit a multiple of the threads where the panels allow: thread i's share is then the i-th
+    // band of tile panels, the band the fp32 driver's input transform gave it.
+    const int64_t msplit = std::min(mpanels, want);
+    int64_t psplit = std::min(np, (want + msplit - 1) / msplit);
+    if (threads > 1 && np >= threads) psplit = std::min(np / threads * threads, (psplit + threads - 1) / threads * threads);
     pool.parallel_for(msplit * psplit, [&](int64_t t, int thread) {
       const int64_t ps = t / msplit, ms = t % msplit;
       const int64_t mp0 = mpanels * ms / msplit, mp1 = mpanels * (ms + 1) / msplit;
