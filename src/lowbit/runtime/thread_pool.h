@@ -1,12 +1,13 @@
 #pragma once
 // A small fork-join pool. parallel_for gives thread i the i-th contiguous share of the task
 // indices and lets a thread that finishes its share take the back half of what is left of the
-// others' (the caller thread works too). The shares keep data where it was written: kernels number their tasks in
-// image order, so a thread's part of one layer's output is mostly its part of the next layer's
-// input. With plain dynamic scheduling about half of every layer's input came from the other
-// core's cache, which on this VM (a 350 ns cache-line round trip between its two vCPUs at times)
-// made 2-thread ResNet-50 1.3x slower while two 1-thread processes ran at full speed. Kernels parallelise inside an operator; operators run one after another, so workers
-// spin briefly between jobs before sleeping: a ResNet-50 inference forks ~100 times and a
+// others' (the caller thread works too). The shares keep data where it was written: kernels
+// number their tasks in image order, so a thread's part of one layer's output is mostly its part
+// of the next layer's input. With plain dynamic scheduling about half of every layer's input came
+// from the other core's cache, which on this VM (a 350 ns cache-line round trip between its two
+// vCPUs at times) made 2-thread ResNet-50 1.3x slower while two 1-thread processes ran at full
+// speed. Kernels parallelise inside an operator; operators run one after another, so workers spin
+// briefly between jobs before sleeping: a ResNet-50 inference forks ~100 times and a
 // condition-variable wake-up per fork costs more than a short spin.
 #include <atomic>
 #include <condition_variable>
