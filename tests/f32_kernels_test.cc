@@ -13,6 +13,7 @@
 #include "lowbit/kernels/f32-dwconv/f32_dwconv.h"
 #include "lowbit/kernels/reference/reference.h"
 #include "lowbit/runtime/thread_pool.h"
+#include "dwconv_lanes_check.h"
 
 namespace lowbit {
 namespace {
@@ -571,17 +572,42 @@ TEST(F32Kernels, ConvDepthwise) {
   const std::vector<std::string> rows = host_gemm_candidates("f32-dwconv2d-");
   if (rows.empty()) GTEST_SKIP() << "host has no SIMD depthwise kernels";
   std::mt19937 rng(2);
+  std::map<std::string, int> ran;
   for (const ConvCase& c : depthwise_cases()) {
     SCOPED_TRACE(c.str());
     OneNode t = make_conv(c, rng);
+    std::vector<std::string> taken;
     for (const std::string& name : rows) {
       SCOPED_TRACE(name);
+      // Channels on the lanes take small output planes only (their rule's reason says which).
+      if (const std::string why = t.check(name); !why.empty()) {
+        EXPECT_NE(name.find("-c"), std::string::npos) << "a flat row refused a depthwise conv: " << why;
+        continue;
+      }
       check_against_reference(t, name, c.str());
+      taken.push_back(name);
+      ++ran[name];
     }
-    // Every set sums the taps in the same order with one FMA each: the same bits on every ISA.
-    for (size_t i = 1; i < rows.size(); ++i)
-      expect_identical(t.run_candidate(rows[0], 1), t.run_candidate(rows[i], 1), rows[0] + " vs " + rows[i]);
+    // Every set and layout sums the taps in the same order with one FMA each: the same bits.
+    for (size_t i = 1; i < taken.size(); ++i)
+      expect_identical(t.run_candidate(taken[0], 1), t.run_candidate(taken[i], 1), taken[0] + " vs " + taken[i]);
   }
+  for (const std::string& name : rows) EXPECT_GE(ran[name], 10) << name << " ran on too few cases";
+}
+
+// The channels-on-lanes kernel of every set this host runs (and NEON's on AArch64), bit for bit
+// against the padded planes summed with fmaf (dwconv_lanes_check.h).
+TEST(F32Kernels, DwconvLanesIsThePaddedPlane) {
+  std::vector<const F32DwconvKernels*> sets;
+#if defined(__x86_64__)
+  const Target host = host_target();
+  if (host.has(Feature::avx2) && host.has(Feature::fma)) sets.push_back(f32_dwconv_avx2());
+  if (host.has(Feature::avx512f) && host.has(Feature::avx512bw)) sets.push_back(f32_dwconv_avx512());
+#elif defined(__aarch64__)
+  sets.push_back(f32_dwconv_neon());
+#endif
+  if (sets.empty()) GTEST_SKIP() << "no depthwise set on this host";
+  for (const F32DwconvKernels* k : sets) dwconv_check::check_dwconv_lanes(*k);
 }
 
 // The fused post-ops (SiLU, HardSwish, ... applied by the conv to each output tile) on every fp32

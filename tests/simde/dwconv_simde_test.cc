@@ -10,6 +10,7 @@
 
 #include "lowbit/kernels/f32-dwconv/f32_dwconv.h"
 #include "lowbit/target/target.h"
+#include "../dwconv_lanes_check.h"
 
 namespace lowbit {
 namespace {
@@ -78,6 +79,12 @@ TEST(DwconvSimde, Avx512DirectIsThePaddedPlane) {
     ASSERT_EQ(y[q], std::min(1.5f, std::max(-1.0f, acc + res[q]))) << "q " << q;
   }
   for (int64_t i = n; i < n + 16; ++i) ASSERT_EQ(y[i], 7.0f) << "wrote past the plane";
+}
+
+// Channels on the lanes (dwconv_lanes_check.h): the 16 x 16 transposes and the masked tails.
+TEST(DwconvSimde, Avx512LanesIsThePaddedPlane) {
+  if (!host_target().has(Feature::avx2)) GTEST_SKIP() << "this build of the emulation uses AVX2 + FMA";
+  dwconv_check::check_dwconv_lanes(*simde_emulated::f32_dwconv_avx512());
 }
 
 }  // namespace

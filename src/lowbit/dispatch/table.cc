@@ -35,6 +35,11 @@ const std::vector<KernelCandidate>& all_candidates() {
         f32_gemm_avx512.push_back("f32_gemm_" + std::to_string(mr) + "x" + std::to_string(nr) + "__avx512");
     const std::vector<Feature> avx512 = {F::avx2, F::fma, F::avx512f, F::avx512bw};
     // Depthwise first: the igemm would run a single-channel tile row per group there.
+    // Channels on the lanes ahead of the flat planes where the output plane is small.
+    t.push_back({"Conv", "f32-dwconv2d-c16-avx512", x86, avx512, check_conv2d_f32_dwconv_lanes16,
+                 LOWBIT_X86_ONLY(create_conv2d_f32_dwconv_lanes_avx512), {"f32_dwconv_lanes__avx512"}});
+    t.push_back({"Conv", "f32-dwconv2d-c8-avx2", x86, {F::avx2, F::fma}, check_conv2d_f32_dwconv_lanes8,
+                 LOWBIT_X86_ONLY(create_conv2d_f32_dwconv_lanes_avx2), {"f32_dwconv_lanes__avx2"}});
     t.push_back({"Conv", "f32-dwconv2d-flat-avx512", x86, avx512, check_conv2d_f32_dwconv,
                  LOWBIT_X86_ONLY(create_conv2d_f32_dwconv_avx512),
                  {"f32_dwconv_flat__avx512", "f32_dwconv_store__avx512", "f32_dwconv_direct__avx512"}});

@@ -24,8 +24,12 @@ namespace lowbit {
 // such nodes in fp32 and says why.
 //
 // u8 depthwise has no rule of its own: the flat polyphase kernels (kernels/qu8-dwconv) beat fp32 on
-// every MobileNetV2 and EfficientNet-B0 depthwise shape but two, which tie (bench/microbench/dw_layers),
-// except against the AVX-512 fp32 kernel on a target without VNNI (below).
+// the 28x28 and larger depthwise shapes of MobileNetV2 and EfficientNet-B0 (1.4-2.3x) and tie at
+// 14x14 (bench/microbench/dw_layers, Zen 5, AVX-512 VNNI). On 7x7 outputs fp32 with channels on
+// the lanes (f32-dwconv2d-c16) is now faster (int8 0.45-0.64x of it: 3x3 960 @7, 5x5 1152 @7, the
+// stride-2 layers onto 7x7), but keeping those few layers in fp32 would put a dequantize and a
+// quantize around each of them in an int8 network; the int8 kernel needs the same layout.
+// Against the AVX-512 fp32 kernel on a target without VNNI the AVX2 u8 rows lose everywhere (below).
 // The AVX2 int16 rows (vpmaddwd ymm: 32 multiply-adds a cycle on two ports) against fp32 on a
 // target with AVX-512 FMAs and no VNNI (Skylake-SP/X): the fp32 convs run 32 a cycle too, so int8
 // has nothing to gain in arithmetic. Measured per node (bench/guard_per_node.py --targets

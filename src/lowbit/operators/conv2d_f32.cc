@@ -611,6 +611,73 @@ class DwConv2dF32 final : public Kernel {
   std::vector<uint16_t> masks_;  // direct only: [tap][vector] lanes inside the plane; empty: split path
 };
 
+// Channels on the lanes (kernels/f32-dwconv/README.md): a group of `lanes` channels at a time is
+// transposed into a padded [PH][PW][lanes] scratch, every output pixel is one vector of the group's
+// channels, and the result is transposed back with residual and clamp. A task takes a run of
+// groups (about 4K outputs); the post-op runs on the group's planes just written. Each output is
+// bias then one fma per tap in tap order: the bits of the flat path and of every other set.
+class DwConv2dLanesF32 final : public Kernel {
+ public:
+  DwConv2dLanesF32(const Conv2dParams& p, const float* w, const float* bias, int threads, const Target& target,
+                   const F32DwconvKernels& ks)
+      : p_(p), ks_(ks), post_(p, target) {
+    const int64_t L = static_cast<int64_t>(ks.lanes), taps = p.KH * p.KW;
+    groups_ = ceil_div(p.C, L);
+    weights_ = Tensor(DType::f32, {groups_ * taps * L});  // [group][tap][lane], zero past C
+    bias_ = Tensor(DType::f32, {groups_ * L});
+    float* wl = weights_.data<float>();
+    float* bl = bias_.data<float>();
+    std::fill(wl, wl + groups_ * taps * L, 0.0f);
+    std::fill(bl, bl + groups_ * L, 0.0f);
+    for (int64_t c = 0; c < p.C; ++c) {
+      for (int64_t t = 0; t < taps; ++t) wl[((c / L) * taps + t) * L + c % L] = w[c * taps + t];
+      if (bias) bl[c] = bias[c];
+    }
+    const auto u = [](int64_t v) { return static_cast<size_t>(v); };
+    g_ = {u(p.H),  u(p.W),  u(p.OH),      u(p.OW),       u(p.KH), u(p.KW), u(p.SH), u(p.SW), u(p.DH), u(p.DW),
+          u(p.pad_top), u(p.pad_left), 0, 0};
+    // The padded plane as far as any tap reads (bottom / right padding past the input included).
+    g_.PH = u(std::max(p.H + p.pad_top, (p.OH - 1) * p.SH + (p.KH - 1) * p.DH + 1));
+    g_.PW = u(std::max(p.W + p.pad_left, (p.OW - 1) * p.SW + (p.KW - 1) * p.DW + 1));
+    pad_floats_ = static_cast<int64_t>(g_.PH * g_.PW) * L;
+    scratch_floats_ = pad_floats_ + p.OH * p.OW * L;
+    gpt_ = std::clamp<int64_t>((4 << 10) / std::max<int64_t>(1, p.OH * p.OW * L), 1, 16);
+    ops::per_thread_workspace(threads, scratch_floats_);  // warm it now, not in the first inference
+  }
+
+  int64_t packed_weight_bytes() const override { return weights_.nbytes() + bias_.nbytes(); }
+
+  void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
+    float* const* scratch = ops::per_thread_workspace(pool.size(), scratch_floats_);
+    const float* x = in[0].as<float>();
+    const float* res = in.size() > 3 && in[3].data ? in[3].as<float>() : nullptr;
+    float* y = out[0].as<float>();
+    const int64_t L = static_cast<int64_t>(ks_.lanes), taps = p_.KH * p_.KW;
+    const int64_t HW = p_.H * p_.W, OHW = p_.OH * p_.OW, units = p_.N * groups_;
+    pool.parallel_for(ceil_div(units, gpt_), [&](int64_t t, int thread) {
+      float* sc = scratch[thread];
+      // The padding stays zero across the task's groups: each writes the same interior.
+      std::memset(sc, 0, static_cast<size_t>(pad_floats_) * sizeof(float));
+      for (int64_t u = t * gpt_; u < std::min(units, (t + 1) * gpt_); ++u) {
+        const int64_t n = u / groups_, gi = u % groups_, c0 = gi * L, cn = std::min(L, p_.C - c0);
+        const int64_t plane = n * p_.C + c0;
+        ks_.lanes_group(x + plane * HW, static_cast<size_t>(cn), g_, weights_.data<float>() + gi * taps * L,
+                        bias_.data<float>() + gi * L, res ? res + plane * OHW : nullptr, p_.act_min, p_.act_max,
+                        y + plane * OHW, sc);
+        post_(y + plane * OHW, cn * OHW);  // the planes just written, in L1 or L2
+      }
+    });
+  }
+
+ private:
+  Conv2dParams p_;
+  F32DwconvKernels ks_;
+  ConvPostOp post_;
+  Tensor weights_, bias_;
+  F32DwconvLanesGeometry g_{};
+  int64_t groups_ = 0, pad_floats_ = 0, scratch_floats_ = 0, gpt_ = 1;
+};
+
 std::string check_conv_common(const NodeContext& ctx) {
   for (auto r : {ops::need_f32(ctx, 0, "input"), ops::need_f32(ctx, 1, "weights"), ops::need_f32(ctx, 2, "bias"),
                  ops::need_f32(ctx, 3, "residual"), ops::need_constant(ctx, 1, "weights"),
@@ -739,12 +806,51 @@ static std::unique_ptr<Kernel> create_conv2d_f32_dwconv(const NodeContext& ctx, 
                                        ks);
 }
 
+// Where channels on the lanes beat the flat planes (bench/microbench/dw_layers, AMD Zen 5, 1 thread,
+// ms flat -> lanes; AVX2 is the same host capped by LOWBIT_ISA):
+//   7x7 outputs, any stride: 3x3 960 @7 0.026 -> 0.020 (AVX2 0.034 -> 0.031), 5x5 1152 @7 0.063 ->
+//     0.040 (0.100 -> 0.065), 3x3/2 576 @14 0.050 -> 0.020 (0.043 -> 0.030), 5x5/2 672 @14 0.081 ->
+//     0.033 (0.075 -> 0.050);
+//   14x14 outputs, 5x5 or stride 2: 5x5 480 @14 0.081 -> 0.066 (0.114 -> 0.105), 5x5 672 @14 0.112
+//     -> 0.090 (0.160 -> 0.147), 3x3/2 192 @28 0.035 -> 0.029 (0.039 both);
+//   but 3x3 stride 1 at 14x14 stays flat (384 @14 0.029 -> 0.032, AVX2 0.042 -> 0.047): 9 taps do
+//     not cover the two transposes;
+//   28x28 outputs: 5x5 240 @28 0.160 -> 0.126 on AVX-512 only (AVX2 0.204 -> 0.21), 3x3 and
+//     stride 2 flat (3x3/2 144 @56 0.080 -> 0.092, 3x3 192 @28 0.052 -> 0.061);
+//   larger planes flat (3x3 32 @112 0.165 -> 0.219): the flat planes stream, the transposes do not.
+static std::string dwconv_lanes_rule(const NodeContext& ctx, int64_t lanes) {
+  if (std::string r = check_conv2d_f32_dwconv(ctx); !r.empty()) return r;
+  const Conv2dParams p = conv2d_params(ctx.graph, ctx.node);
+  const int64_t out = p.OH * p.OW, taps = p.KH * p.KW;
+  const bool strided = p.SH * p.SW > 1;
+  const int64_t max_out = taps >= 25 ? (lanes >= 16 ? 784 : 196) : strided ? 196 : 64;
+  if (out <= max_out) return "";
+  return "output " + std::to_string(p.OH) + "x" + std::to_string(p.OW) + " is over the " + std::to_string(max_out) +
+         " pixels where " + std::to_string(lanes) + " channels on the lanes beat the flat planes for a " +
+         std::to_string(p.KH) + "x" + std::to_string(p.KW) + (strided ? " strided" : " stride-1") + " kernel";
+}
+
+std::string check_conv2d_f32_dwconv_lanes16(const NodeContext& ctx) { return dwconv_lanes_rule(ctx, 16); }
+std::string check_conv2d_f32_dwconv_lanes8(const NodeContext& ctx) { return dwconv_lanes_rule(ctx, 8); }
+
+static std::unique_ptr<Kernel> create_conv2d_f32_dwconv_lanes(const NodeContext& ctx, const F32DwconvKernels& ks) {
+  const Conv2dParams p = conv2d_params(ctx.graph, ctx.node);
+  return std::make_unique<DwConv2dLanesF32>(p, ctx.constant(1)->data<float>(), bias_data(ctx), ctx.threads,
+                                            ctx.target, ks);
+}
+
 #if defined(__x86_64__)
 std::unique_ptr<Kernel> create_conv2d_f32_dwconv_avx2(const NodeContext& ctx) {
   return create_conv2d_f32_dwconv(ctx, *f32_dwconv_avx2());
 }
 std::unique_ptr<Kernel> create_conv2d_f32_dwconv_avx512(const NodeContext& ctx) {
   return create_conv2d_f32_dwconv(ctx, *f32_dwconv_avx512());
+}
+std::unique_ptr<Kernel> create_conv2d_f32_dwconv_lanes_avx2(const NodeContext& ctx) {
+  return create_conv2d_f32_dwconv_lanes(ctx, *f32_dwconv_avx2());
+}
+std::unique_ptr<Kernel> create_conv2d_f32_dwconv_lanes_avx512(const NodeContext& ctx) {
+  return create_conv2d_f32_dwconv_lanes(ctx, *f32_dwconv_avx512());
 }
 #endif
 #if defined(__aarch64__)

@@ -64,5 +64,10 @@ std::string check_conv2d_f32_dwconv(const NodeContext& ctx);
 std::unique_ptr<Kernel> create_conv2d_f32_dwconv_avx2(const NodeContext& ctx);    // x86-64 builds
 std::unique_ptr<Kernel> create_conv2d_f32_dwconv_avx512(const NodeContext& ctx);  // x86-64 builds
 std::unique_ptr<Kernel> create_conv2d_f32_dwconv_neon(const NodeContext& ctx);    // AArch64 builds
+// The same with channels on the lanes (kernels/f32-dwconv/README.md), on small output planes.
+std::string check_conv2d_f32_dwconv_lanes16(const NodeContext& ctx);  // AVX-512: 16 lanes
+std::string check_conv2d_f32_dwconv_lanes8(const NodeContext& ctx);   // AVX2: 8
+std::unique_ptr<Kernel> create_conv2d_f32_dwconv_lanes_avx2(const NodeContext& ctx);    // x86-64 builds
+std::unique_ptr<Kernel> create_conv2d_f32_dwconv_lanes_avx512(const NodeContext& ctx);  // x86-64 builds
 
 }  // namespace lowbit

@@ -22,6 +22,13 @@ struct F32DwconvSplit {
   size_t H, W, pad_top, pad_left, SH, SW, Hp, Wp;
 };
 
+// The channels-on-lanes layout (README.md, "Channels on the lanes"): one group of up to `lanes`
+// channels, an H x W input plane each, zero-padded to PH x PW, strides SH x SW, dilations DH x DW,
+// an OH x OW output plane each.
+struct F32DwconvLanesGeometry {
+  size_t H, W, OH, OW, KH, KW, SH, SW, DH, DW, pad_top, pad_left, PH, PW;
+};
+
 struct F32DwconvKernels {
   const char* isa;  // "avx512": the suffix of its functions' names
   size_t lanes;     // floats per vector: n is rounded up to a multiple of it
@@ -44,6 +51,15 @@ struct F32DwconvKernels {
   // of flat + store. off may be negative (rows above the plane); res may be null.
   void (*direct)(const float* x, const int32_t* off, const uint16_t* masks, const float* w, size_t taps,
                  const float* bias, size_t n, size_t planes, const float* res, float lo, float hi, float* y);
+  // Channels on the lanes, for one group of cn <= lanes channels: x holds their cn input planes
+  // (H * W floats each, consecutive), y their output planes (OH * OW each), res the residual's
+  // (like y, or null). w holds the group's weights tap-major, lanes floats a tap (w[t * lanes + c],
+  // zero for c >= cn), bias lanes floats. scratch: PH * PW * lanes floats whose padding (every
+  // position outside the input's rows and columns) is zero and stays so, then OH * OW * lanes
+  // floats. Each output is bias, then fma(w[t], x, acc) per tap in tap order with the padding's
+  // zeros, plus the residual, then clamped to [lo, hi] (NaN passes): the bits of flat + store.
+  void (*lanes_group)(const float* x, size_t cn, const F32DwconvLanesGeometry& g, const float* w, const float* bias,
+                      const float* res, float lo, float hi, float* y, float* scratch);
   // The largest plane (H * W) that `direct` pays on (README.md: AVX2's vmaskmovps and its mask
   // setup cost more than the split above 8 vectors; AVX-512's masked loads are plain loads).
   size_t direct_max_n;

@@ -10,6 +10,18 @@
 namespace LOWBIT_KERNEL_NS::dwconv {
 namespace {
 
+// The first k floats (k <= L; all of a vector at k = L, where load_n's contract ends).
+template <class V>
+inline typename V::Vec load_k(const float* p, size_t k) {
+  return k >= V::kLanes ? V::load(p) : V::load_n(p, k);
+}
+
+template <class V>
+inline void store_k(float* p, typename V::Vec v, size_t k) {
+  if (k >= V::kLanes) V::store(p, v);
+  else if (k > 0) V::store_n(p, v, k);
+}
+
 // NV vectors of flat outputs from q: one tap at a time over all NV (NV independent FMA chains,
 // one load each), the taps in order, so every output sums its taps in the same order whatever NV.
 template <class V, int NV>
@@ -180,8 +192,14 @@ inline void deinterleave_row(const float* x, size_t n, float* even, float* odd) 
     V::store(even + i, e);
     V::store(odd + i, o);
   }
-  for (; 2 * i + 1 < n; ++i) even[i] = x[2 * i], odd[i] = x[2 * i + 1];
-  if (2 * i < n) even[i] = x[2 * i];
+  // The last m < 2L floats as two partial vectors: element by element, a 28-wide row (14x14 and
+  // 28x28 maps, stride 2) was all tail on AVX-512, and the split took 3x the FMAs' time.
+  if (const size_t m = n - 2 * i; m > 0) {
+    typename V::Vec e, o;
+    V::deinterleave(load_k<V>(x + 2 * i, m), m > L ? V::load_n(x + 2 * i + L, m - L) : V::set1(0.0f), e, o);
+    store_k<V>(even + i, e, (m + 1) / 2);
+    store_k<V>(odd + i, o, m / 2);
+  }
 }
 
 // An H x W plane into its phase planes (f32_dwconv.h) over a scratch whose padding is zero.
@@ -198,6 +216,108 @@ void split(const float* x, const ::lowbit::F32DwconvSplit& g, float* src) {
       deinterleave_row<V>(xr, g.W, rows + (pl % 2) * plane + pl / 2, rows + ((pl + 1) % 2) * plane + (pl + 1) / 2);
     } else {
       for (size_t iw = 0; iw < g.W; ++iw) rows[((iw + pl) % g.SW) * plane + (iw + pl) / g.SW] = xr[iw];
+    }
+  }
+}
+
+// r[i][j] -> r[j][i] for the L x L floats of L vectors: log2(L) rounds of pairwise deinterleaves
+// (the inverse of the zip network that transposes, so itself a transpose; 64 two-source permutes
+// for AVX-512's 16 x 16, 8 unzips for NEON's 4 x 4).
+template <class V>
+inline void transpose(typename V::Vec (&r)[V::kLanes]) {
+  constexpr size_t L = V::kLanes;
+  for (size_t round = 1; round < L; round *= 2) {
+    typename V::Vec t[L];
+#pragma GCC unroll 16
+    for (size_t i = 0; i < L / 2; ++i) V::deinterleave(r[2 * i], r[2 * i + 1], t[i], t[i + L / 2]);
+#pragma GCC unroll 16
+    for (size_t i = 0; i < L; ++i) r[i] = t[i];
+  }
+}
+
+// NB output pixels of the channels-on-lanes layout from their positions in the padded input:
+// base[j] is pixel j's top-left tap, the taps in order, one weight vector a tap for all NB chains.
+template <class V, int NB>
+inline void lanes_block(const float* const* base, const ::lowbit::F32DwconvLanesGeometry& g, const float* w,
+                        typename V::Vec vbias, float* o) {
+  constexpr size_t L = V::kLanes;
+  typename V::Vec acc[NB];
+#pragma GCC unroll 8
+  for (int j = 0; j < NB; ++j) acc[j] = vbias;
+  size_t t = 0;
+  for (size_t kh = 0; kh < g.KH; ++kh)
+    for (size_t kw = 0; kw < g.KW; ++kw, ++t) {
+      const size_t off = (kh * g.DH * g.PW + kw * g.DW) * L;
+      const typename V::Vec wv = V::load(w + t * L);
+#pragma GCC unroll 8
+      for (int j = 0; j < NB; ++j) acc[j] = V::fma(wv, V::load(base[j] + off), acc[j]);
+    }
+#pragma GCC unroll 8
+  for (int j = 0; j < NB; ++j) V::store(o + static_cast<size_t>(j) * L, acc[j]);
+}
+
+// One group of cn <= L channels (f32_dwconv.h, `lanes_group`): the planes transposed into the
+// padded [PH][PW][L] scratch, every output pixel a vector of L channels (8 pixels' chains at a
+// time: no split, no dropped columns, the same work at any stride), then transposed back with
+// residual and clamp. Pixels run over the flat plane, so a 7x7 map is 49 / L transposes' worth, not
+// 7 row tails.
+template <class V>
+void lanes_group(const float* x, size_t cn, const ::lowbit::F32DwconvLanesGeometry& g, const float* w,
+                 const float* bias, const float* res, float lo, float hi, float* y, float* scratch) {
+  constexpr size_t L = V::kLanes;
+  using Vec = typename V::Vec;
+  const size_t n_in = g.H * g.W, n_out = g.OH * g.OW;
+  float* const t_in = scratch;
+  float* const t_out = scratch + g.PH * g.PW * L;
+  const Vec zero = V::set1(0.0f);
+  // In: L input pixels at a time, one vector per channel, transposed to one vector per pixel.
+  size_t ih = 0, iw = 0;
+  for (size_t q = 0; q < n_in; q += L) {
+    const size_t k = n_in - q < L ? n_in - q : L;
+    Vec r[L];
+#pragma GCC unroll 16
+    for (size_t c = 0; c < L; ++c) r[c] = c < cn ? load_k<V>(x + c * n_in + q, k) : zero;
+    transpose<V>(r);
+    for (size_t j = 0; j < k; ++j) {
+      V::store(t_in + ((ih + g.pad_top) * g.PW + iw + g.pad_left) * L, r[j]);
+      if (++iw == g.W) iw = 0, ++ih;
+    }
+  }
+  // The convolution, NB = 8 output pixels a block (two FMA pipes of 4-cycle latency), the rest as
+  // one block.
+  const Vec vbias = V::load(bias);
+  const float* base[8];
+  size_t oh = 0, ow = 0;
+  for (size_t q = 0; q < n_out;) {
+    const size_t nb = n_out - q < 8 ? n_out - q : 8;
+    for (size_t j = 0; j < nb; ++j) {
+      base[j] = t_in + (oh * g.SH * g.PW + ow * g.SW) * L;
+      if (++ow == g.OW) ow = 0, ++oh;
+    }
+    float* o = t_out + q * L;
+    switch (nb) {
+      case 8: lanes_block<V, 8>(base, g, w, vbias, o); break;
+      case 7: lanes_block<V, 7>(base, g, w, vbias, o); break;
+      case 6: lanes_block<V, 6>(base, g, w, vbias, o); break;
+      case 5: lanes_block<V, 5>(base, g, w, vbias, o); break;
+      case 4: lanes_block<V, 4>(base, g, w, vbias, o); break;
+      case 3: lanes_block<V, 3>(base, g, w, vbias, o); break;
+      case 2: lanes_block<V, 2>(base, g, w, vbias, o); break;
+      default: lanes_block<V, 1>(base, g, w, vbias, o); break;
+    }
+    q += nb;
+  }
+  // Out: L output pixels at a time back to one vector per channel, residual and clamp on the way.
+  const Vec vlo = V::set1(lo), vhi = V::set1(hi);
+  for (size_t q = 0; q < n_out; q += L) {
+    const size_t k = n_out - q < L ? n_out - q : L;
+    Vec r[L];
+#pragma GCC unroll 16
+    for (size_t j = 0; j < L; ++j) r[j] = j < k ? V::load(t_out + (q + j) * L) : zero;
+    transpose<V>(r);
+    for (size_t c = 0; c < cn; ++c) {
+      Vec v = res ? V::add(r[c], load_k<V>(res + c * n_out + q, k)) : r[c];
+      store_k<V>(y + c * n_out + q, V::min(vhi, V::max(vlo, v)), k);
     }
   }
 }
@@ -223,6 +343,10 @@ void split(const float* x, const ::lowbit::F32DwconvSplit& g, float* src) {
                                 float lo, float hi, float* y) {                                                   \
     ::LOWBIT_KERNEL_NS::dwconv::direct<V>(x, off, masks, w, taps, bias, n, planes, res, lo, hi, y);              \
   }                                                                                                               \
+  void f32_dwconv_lanes__##ISA(const float* x, size_t cn, const ::lowbit::F32DwconvLanesGeometry& g, const float* w, \
+                               const float* bias, const float* res, float lo, float hi, float* y, float* scratch) { \
+    ::LOWBIT_KERNEL_NS::dwconv::lanes_group<V>(x, cn, g, w, bias, res, lo, hi, y, scratch);                       \
+  }                                                                                                               \
   const ::lowbit::F32DwconvKernels* f32_dwconv_##ISA() {                                                          \
     static constexpr ::lowbit::F32DwconvKernels k = {#ISA,                                                        \
                                                       V::kLanes,                                                  \
@@ -230,6 +354,7 @@ void split(const float* x, const ::lowbit::F32DwconvSplit& g, float* src) {
                                                       &f32_dwconv_store__##ISA,                                   \
                                                       &f32_dwconv_split__##ISA,                                   \
                                                       V::kMaskedLoads ? &f32_dwconv_direct__##ISA : nullptr,      \
+                                                      &f32_dwconv_lanes__##ISA,                                   \
                                                       DIRECT_MAX_N};                                              \
     return &k;                                                                                                    \
   }

@@ -35,8 +35,9 @@ struct Avx2F {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
   }
   // e = p[0], p[2], ..., o = p[1], p[3], ... (2 * kLanes floats from p)
-  static void deinterleave(const float* p, Vec& e, Vec& o) {
-    const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8);
+  static void deinterleave(const float* p, Vec& e, Vec& o) { deinterleave(load(p), load(p + 8), e, o); }
+  // The same of the 2 * kLanes floats a, b (a's first).
+  static void deinterleave(Vec a, Vec b, Vec& e, Vec& o) {
     e = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xD8));
     o = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8));
   }

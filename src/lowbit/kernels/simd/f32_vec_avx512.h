@@ -38,10 +38,11 @@ struct Avx512F {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(b, _mm512_set1_epi32(127)), 23));
   }
   // e = p[0], p[2], ..., o = p[1], p[3], ... (2 * kLanes floats from p)
-  static void deinterleave(const float* p, Vec& e, Vec& o) {
+  static void deinterleave(const float* p, Vec& e, Vec& o) { deinterleave(load(p), load(p + 16), e, o); }
+  // The same of the 2 * kLanes floats a, b (a's first).
+  static void deinterleave(Vec a, Vec b, Vec& e, Vec& o) {
     const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    const __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16);
     e = _mm512_permutex2var_ps(a, ie, b);
     o = _mm512_permutex2var_ps(a, io, b);
   }

@@ -38,6 +38,11 @@ struct NeonF {
     e = v.val[0];
     o = v.val[1];
   }
+  // The same of the 2 * kLanes floats a, b (a's first).
+  static void deinterleave(Vec a, Vec b, Vec& e, Vec& o) {
+    e = vuzp1q_f32(a, b);
+    o = vuzp2q_f32(a, b);
+  }
   // The first n < kLanes floats (no lane past them read or written).
   static Vec load_n(const float* p, size_t n) {
     float b[4] = {};

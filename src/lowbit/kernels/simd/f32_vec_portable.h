@@ -46,6 +46,10 @@ struct ScalarF {
     e = p[0];
     o = p[1];
   }
+  static void deinterleave(Vec a, Vec b, Vec& e, Vec& o) {
+    e = a;
+    o = b;
+  }
   // The first n < kLanes floats: none.
   static Vec load_n(const float*, size_t) { return 0.0f; }
   static void store_n(float*, Vec, size_t) {}
