@@ -65,8 +65,8 @@ if [ "${LOWBIT_SKIP_SANITIZERS:-0}" != 1 ] && [ "${LOWBIT_SKIP_TSAN:-0}" != 1 ];
   bash scripts/test-tsan.sh
 fi
 # libFuzzer, 45 s per reader (ONNX, .lbm, .npy, images; two at a time), from the committed seeds,
-# under ASan + UBSan: clang-14's readers-only build (scripts/fuzz.sh), 4 min to build and 1.5 to run
-# here (45 s each, not 60, since CI had reached 45 of its 40 minutes). Any crash, sanitizer report,
+# under ASan + UBSan: clang-14's readers-only build (scripts/fuzz.sh), under 3 min to build and 1.5
+# to run here (45 s each, not 60, since CI had reached 45 of its 40 minutes). Any crash, sanitizer report,
 # leak, 20 s input or 3 GB input fails the suite and leaves the input in
 # build/fuzz-readers/findings/. Long campaigns: `bash scripts/fuzz.sh 1800`.
 if [ "${LOWBIT_SKIP_FUZZ:-0}" != 1 ]; then
