@@ -44,9 +44,9 @@ if [ "${LOWBIT_SKIP_SANITIZERS:-0}" != 1 ]; then
   # compile-everything test (47 s) compiles the models that NativeAndLogical then runs, and
   # KernelInspect's two disassembly sweeps (21 s) look for the release kernels' instructions, which
   # instrumented code need not keep. The mixed-precision search (MixedPrecision.Auto*, 22 s in the
-  # release build) repeats the quantize-compile-run cycle that SensitivityResnet18 runs here; ctest
-  # runs each SensitivityResnet18 test in a process of its own, each repeating the fixture's analysis
-  # (35-44 s sanitized): one of them runs it here, the release stage checks the rest. Native vs
+  # release build) repeats the quantize-compile-run cycle that SensitivityResnet18 runs here; each
+  # process that runs a SensitivityResnet18 test repeats the fixture's analysis (35-44 s sanitized):
+  # one of them runs it here, the release stage checks the rest. Native vs
   # logical sub-byte (115 s sanitized, the longest here) compares two whole-model runs whose kernels
   # SubbyteKernels.* checks row by row under the sanitizers, as it does the group-wise rows that
   # --group-size's ResNet-18 runs (34 s); --on-slow's policies (36 s), the degenerate-layer detector
@@ -55,8 +55,16 @@ if [ "${LOWBIT_SKIP_SANITIZERS:-0}" != 1 ]; then
   # Rounding's one-layer tests check here. SameAnswers (one quantized ResNet-18 on every ISA level
   # at 1 and 2 threads) and CrossTarget (three zoo models quantized for two AArch64 targets) repeat,
   # whole-model, kernels and selection that the kernel tests and Explain check here.
-  ctest --preset debug -j "$jobs" -LE e2e \
-    -E '^(SameAnswers\.|CrossTarget\.|Autotune\.|Quantize\.SameInputsGiveTheSameArtifact|Explain\.EveryRejectionOnEveryNamedTarget|Models/Concurrency\..*_t1|Subbyte\.(EveryPrecisionModelAndTargetCompilesInSeconds|NativeAndLogical|GroupSize|OnSlow|DetectorFlags|ArtifactKeeps)|Rounding\.(EveryLayer|SameInputs)|KernelInspect\.(IsaKernels|EverySimdCandidate)|MixedPrecision\.Auto|SensitivityResnet18\.(BytesFollow|NarrowerCodes|AlonePartsDo|RankedBy|SameInputs))'
+  # The unit and conformance tests as 8 processes, not one per test (scripts/gtest-shards.sh: the
+  # sanitized binary takes 0.33 s to start; ctest's 644 starts were half this stage's CPU time).
+  skip='SameAnswers.*:CrossTarget.*:Autotune.*:Quantize.SameInputsGiveTheSameArtifact*'
+  skip+=':Explain.EveryRejectionOnEveryNamedTarget*:Models/Concurrency.*_t1'
+  skip+=':Subbyte.EveryPrecisionModelAndTargetCompilesInSeconds*:Subbyte.NativeAndLogical*:Subbyte.GroupSize*'
+  skip+=':Subbyte.OnSlow*:Subbyte.DetectorFlags*:Subbyte.ArtifactKeeps*:Rounding.EveryLayer*:Rounding.SameInputs*'
+  skip+=':KernelInspect.IsaKernels*:KernelInspect.EverySimdCandidate*:MixedPrecision.Auto*'
+  skip+=':SensitivityResnet18.BytesFollow*:SensitivityResnet18.NarrowerCodes*:SensitivityResnet18.AlonePartsDo*'
+  skip+=':SensitivityResnet18.RankedBy*:SensitivityResnet18.SameInputs*'
+  (cd build/debug/tests && bash ../../../scripts/gtest-shards.sh -j "$jobs" -f "-$skip" -o ../shard-logs -- ./lowbit_tests)
 fi
 # ThreadSanitizer (clang-14) over the concurrency test: about 2.5 min to build the library and 35 s
 # to run here. It was a separate script until a quantize-time ifunc resolver made every TSan binary
