@@ -1,13 +1,17 @@
 // ONNX Runtime (onnxruntime-node, CPU) timing for bench_vs_ort.sh:
 //   node ort_bench.mjs MODEL.onnx [--threads N] [--warmup 10] [--runs 100] [--json FILE]
-//                     [--input x.npy] [--output y.npy]
+//                     [--input x.npy] [--output y.npy] [--profile PREFIX]
 // Times session.run on a fixed input (the .npy given, else seeded uniform noise) and prints one
 // JSON line; --output saves the first result as '<f4' .npy so that outputs can be cross-checked.
+// --profile: ORT's own per-node profile (every run) to PREFIX_<date>.json, named in the JSON line
+// as "profile" (bench/per_node_vs_ort.py reads it); its timing costs a little, so times from a
+// profiled run are not the benchmark's.
 import fs from 'node:fs';
+import path from 'node:path';
 import ort from 'onnxruntime-node';
 
 function parseArgs(argv) {
-  const a = { threads: 1, warmup: 10, runs: 100, json: null, input: null, output: null, model: null };
+  const a = { threads: 1, warmup: 10, runs: 100, json: null, input: null, output: null, profile: null, model: null };
   for (let i = 0; i < argv.length; ++i) {
     const k = argv[i];
     const need = () => {
@@ -20,6 +24,7 @@ function parseArgs(argv) {
     else if (k === '--json') a.json = need();
     else if (k === '--input') a.input = need();
     else if (k === '--output') a.output = need();
+    else if (k === '--profile') a.profile = need();
     else if (!a.model) a.model = k;
     else throw new Error(`unexpected argument ${k}`);
   }
@@ -69,6 +74,7 @@ async function main() {
     interOpNumThreads: 1,
     executionMode: 'sequential',
     graphOptimizationLevel: 'all',
+    ...(a.profile ? { enableProfiling: true, profileFilePrefix: a.profile } : {}),
   });
   const inName = session.inputNames[0];
   let feedData, dims;
@@ -112,6 +118,14 @@ async function main() {
     min_ms: sorted[0],
     stddev_ms: sd,
   };
+  if (a.profile) {
+    // onnxruntime-node's endProfiling() returns nothing: the newest PREFIX_* file is this run's.
+    session.endProfiling();
+    const dir = path.dirname(path.resolve(a.profile)), base = path.basename(a.profile) + '_';
+    const files = fs.readdirSync(dir).filter((f) => f.startsWith(base) && f.endsWith('.json'))
+      .map((f) => path.join(dir, f)).sort((x, y) => fs.statSync(y).mtimeMs - fs.statSync(x).mtimeMs);
+    r.profile = files[0] ?? null;
+  }
   const line = JSON.stringify(r);
   if (a.json) fs.writeFileSync(a.json, line + '\n');
   console.log(line);
