@@ -4,7 +4,8 @@
 #include "lowbit/kernels/f32-dwconv/f32_dwconv_inl.h"
 
 namespace LOWBIT_KERNEL_NS {
-// The direct path up to 8 vectors a plane (7x7 maps): on 14x14 and larger, vmaskmovps and its mask
-// setup made the layers 1.1-1.5x slower than the split (Zen 5 capped to AVX2, README.md).
-LOWBIT_F32_DWCONV_KERNELS(avx2, simd::Avx2F, 64)
+// The direct path up to 14x14 planes: there it beats the split on AMD Zen 3 (3x3 576 @14 0.132 ->
+// 0.114 ms); on 28x28 and larger planes vmaskmovps and its mask setup make the layers 1.2-1.7x
+// slower than the split (README.md).
+LOWBIT_F32_DWCONV_KERNELS(avx2, simd::Avx2F, 256)
 }  // namespace LOWBIT_KERNEL_NS

@@ -61,7 +61,7 @@ struct F32DwconvKernels {
   void (*lanes_group)(const float* x, size_t cn, const F32DwconvLanesGeometry& g, const float* w, const float* bias,
                       const float* res, float lo, float hi, float* y, float* scratch);
   // The largest plane (H * W) that `direct` pays on (README.md: AVX2's vmaskmovps and its mask
-  // setup cost more than the split above 8 vectors; AVX-512's masked loads are plain loads).
+  // setup cost more than the split above 14x14; AVX-512's masked loads are plain loads).
   size_t direct_max_n;
 };
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "lowbit/kernels/f32-gemm/f32_gemm.h"
+#include "lowbit/kernels/simd/f32_vec_avx2.h"
 
 namespace lowbit {
 namespace {
@@ -104,8 +105,8 @@ inline void gemm_tile(size_t nc, size_t kc, const float* __restrict a, const flo
       const __m256 y = _mm256_min_ps(hi, _mm256_max_ps(lo, acc[0][r][v]));
       if (full)
         _mm256_storeu_ps(row + v * 8, y);
-      else
-        _mm256_maskstore_ps(row + v * 8, mask[v], y);
+      else if (nc > static_cast<size_t>(v) * 8)  // a partial tile: not vmaskmovps (simd::store_first_ps)
+        simd::store_first_ps(row + v * 8, y, nc - static_cast<size_t>(v) * 8);
     }
   }
 }
@@ -151,7 +152,7 @@ inline void copy_stride1(const float* src, float* dst, size_t len) {
   for (; i + 8 <= len; i += 8) _mm256_storeu_ps(dst + i, _mm256_loadu_ps(src + i));
   if (i < len) {
     const __m256i m = lane_mask(len - i);
-    _mm256_maskstore_ps(dst + i, m, _mm256_maskload_ps(src + i, m));
+    simd::store_first_ps(dst + i, _mm256_maskload_ps(src + i, m), len - i);
   }
 }
 
