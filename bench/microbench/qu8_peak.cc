@@ -87,17 +87,24 @@ int main() {
     bool present;
     int64_t (*loop)(int64_t);
     double macs_per_iter;
-    std::vector<const lowbit::Qu8GemmKernels*> tiles;  // every tile shape of the ISA
+    // Every tile shape of the ISA, as getters: the kernel tables are built by code compiled for
+    // their ISA, so a getter runs only where the core has it (calling them all up front was a
+    // SIGILL on AVX2-only hosts).
+    std::vector<const lowbit::Qu8GemmKernels& (*)()> tiles;
   };
   const bool vnni512 = t.has(Feature::avx512f) && t.has(Feature::avx512bw) && t.has(Feature::avx512vnni);
   const Isa isas[] = {
       {"avx512vnni (vpdpbusd zmm)", vnni512, lowbit::microbench::qu8_vpdpbusd_zmm_loop, 16 * 64,
-       {&lowbit::qu8_gemm_kernels_avx512vnni(), &lowbit::qu8_gemm_kernels_avx512vnni_8x32(),
-        &lowbit::qu8_gemm_kernels_avx512vnni_8x48(), &lowbit::qu8_gemm_kernels_avx512vnni_8x32(4),
-        &lowbit::qu8_gemm_kernels_avx512vnni_8x32(2), &lowbit::qu8_gemm_kernels_avx512vnni_8x48(4)}},
+       {[]() -> const lowbit::Qu8GemmKernels& { return lowbit::qu8_gemm_kernels_avx512vnni(); },
+        []() -> const lowbit::Qu8GemmKernels& { return lowbit::qu8_gemm_kernels_avx512vnni_8x32(); },
+        []() -> const lowbit::Qu8GemmKernels& { return lowbit::qu8_gemm_kernels_avx512vnni_8x48(); },
+        []() -> const lowbit::Qu8GemmKernels& { return lowbit::qu8_gemm_kernels_avx512vnni_8x32(4); },
+        []() -> const lowbit::Qu8GemmKernels& { return lowbit::qu8_gemm_kernels_avx512vnni_8x32(2); },
+        []() -> const lowbit::Qu8GemmKernels& { return lowbit::qu8_gemm_kernels_avx512vnni_8x48(4); }}},
       {"avxvnni (vpdpbusd ymm)", t.has(Feature::avxvnni), lowbit::microbench::qu8_vpdpbusd_ymm_loop, 12 * 32,
-       {&lowbit::qu8_gemm_kernels_avxvnni()}},
-      {"avx2 (vpmaddwd ymm)", true, lowbit::microbench::qu8_vpmaddwd_ymm_loop, 12 * 16, {&lowbit::qu8_gemm_kernels_avx2()}},
+       {[]() -> const lowbit::Qu8GemmKernels& { return lowbit::qu8_gemm_kernels_avxvnni(); }}},
+      {"avx2 (vpmaddwd ymm)", true, lowbit::microbench::qu8_vpmaddwd_ymm_loop, 12 * 16,
+       {[]() -> const lowbit::Qu8GemmKernels& { return lowbit::qu8_gemm_kernels_avx2(); }}},
   };
   for (const Isa& isa : isas) {
     if (!isa.present) {
@@ -107,7 +114,7 @@ int main() {
     const double peak = peak_gops(isa.loop, isa.macs_per_iter);
     std::printf("%-28s peak %7.1f int8 GOP/s (1 core)\n", isa.name, peak);
     for (const auto& tiles : isa.tiles) {
-      const lowbit::Qu8GemmKernels& ks = *tiles;
+      const lowbit::Qu8GemmKernels& ks = tiles();
       std::printf("  qu8_gemm_%dx%d__%s, %d-bit weight codes (requantizing epilogue):\n", ks.mr, ks.nr, ks.isa,
                   ks.weight_bits);
       for (size_t kc : {64, 144, 256, 576, 1152, 2304})
