@@ -23,6 +23,7 @@ import argparse
 import collections
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -64,6 +65,8 @@ def onnx_index(path):
 
 def trace_back(name, by_name, producer):
     """The Conv / Gemm an ORT node name stands for, or None."""
+    # ORT's QDQ fusion names the QLinearConv it makes from a Conv "<conv name>_token_<n>".
+    name = re.sub(r"_token_\d+$", "", name)
     for suffix in ("_nchwc", ""):
         if suffix and not name.endswith(suffix):
             continue
