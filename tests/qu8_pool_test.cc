@@ -176,6 +176,8 @@ std::vector<PoolCase> maxpool_cases() {
     add(c);
     c.ceil_mode = true;
     add(c);
+    c.H = 27, c.W = 27, c.pads = {0, 0, 0, 0};  // SqueezeNet's: no pads, ceil_mode, a 27-byte row's tail
+    add(c);
   }
   {
     PoolCase c;  // rectangular kernel, mixed strides, asymmetric pads, dilation, ceil_mode

@@ -1,6 +1,7 @@
 // u8 pooling drivers, parallel over (image, channel) planes. MaxPool copies each plane into a
 // per-thread buffer padded with 0 (never a window's maximum) and split into column phases
-// (kernels/qu8-pool/qu8_pool.h), large enough for every window including ceil_mode overhang.
+// (kernels/qu8-pool/qu8_pool.h), large enough for every window including ceil_mode overhang;
+// 3x3 stride 2 reads the plane itself where the ISA has that kernel (AVX2).
 // AveragePool reads the planes as they are (separable sums, the padding's zero points added back
 // by the divisors). The ISA comes in as a table of kernel functions (AVX2 or NEON).
 #include "lowbit/operators/pool2d_u8.h"
@@ -43,6 +44,11 @@ class MaxPoolU8 final : public Kernel {
              static_cast<size_t>(p.OH), static_cast<size_t>(p.OW), static_cast<size_t>(ops::ceil_div(PW, p.SW) + 32)};
     ld_row_ = p.SW * static_cast<int64_t>(geom_.ld_phase);
     plane_floats_ = ops::ceil_div(PH_ * ld_row_, 4);
+    direct_ = ks.maxpool_3x3s2 && p.KH == 3 && p.KW == 3 && p.SH == 2 && p.SW == 2 && p.DH == 1 && p.DW == 1;
+    if (direct_)
+      plane_floats_ = ops::ceil_div(static_cast<int64_t>(qu8_maxpool_3x3s2_row_bytes(
+                                        static_cast<size_t>(p.W), static_cast<size_t>(p.pad_left), static_cast<size_t>(p.OW))),
+                                    4);
     ops::per_thread_workspace(threads, plane_floats_);  // warm it now, not in the first inference
   }
 
@@ -53,6 +59,12 @@ class MaxPoolU8 final : public Kernel {
     pool.parallel_for(p_.N * p_.C, [&](int64_t plane_index, int thread) {
       uint8_t* plane = reinterpret_cast<uint8_t*>(scratch[thread]);
       const uint8_t* src = x + plane_index * p_.H * p_.W;
+      if (direct_) {
+        ks_.maxpool_3x3s2(src, static_cast<size_t>(p_.H), static_cast<size_t>(p_.W), static_cast<size_t>(p_.pad_top),
+                          static_cast<size_t>(p_.pad_left), static_cast<size_t>(p_.OH), static_cast<size_t>(p_.OW),
+                          plane, y + plane_index * p_.OH * p_.OW);
+        return;
+      }
       std::memset(plane, 0, static_cast<size_t>(p_.pad_top * ld_row_));
       for (int64_t h = 0; h < p_.H; ++h)
         ks_.phase_row(src + h * p_.W, static_cast<size_t>(p_.W), static_cast<size_t>(p_.pad_left), geom_.SW,
@@ -67,6 +79,7 @@ class MaxPoolU8 final : public Kernel {
   Qu8PoolKernels ks_;
   int64_t PH_ = 0, ld_row_ = 0, plane_floats_ = 0;
   Qu8PoolGeometry geom_{};
+  bool direct_ = false;  // 3x3 stride 2 from the plane itself (ks_.maxpool_3x3s2)
 };
 
 // AveragePool from the input planes (kernels/qu8-pool/qu8_pool.h, Qu8AvgGeometry); per thread,
@@ -150,11 +163,11 @@ class GlobalAvgPoolU8 final : public Kernel {
 
 #if defined(__x86_64__)
 constexpr Qu8PoolKernels kAvx2 = {qu8_pool_phase_row__avx2, qu8_maxpool2d_chw__avx2, qu8_global_avgpool__avx2,
-                                  qu8_avgpool2d_chw__avx2};
+                                  qu8_avgpool2d_chw__avx2, qu8_maxpool2d_3x3s2_chw__avx2};
 #endif
 #if defined(__aarch64__)
 constexpr Qu8PoolKernels kNeon = {qu8_pool_phase_row__neon, qu8_maxpool2d_chw__neon, qu8_global_avgpool__neon,
-                                  qu8_avgpool2d_chw__neon};
+                                  qu8_avgpool2d_chw__neon, nullptr};
 #endif
 
 // MaxPool and AveragePool pass the input's quantization through: a different output scale would
