@@ -40,6 +40,11 @@ const std::vector<KernelCandidate>& all_candidates() {
                  LOWBIT_X86_ONLY(create_conv2d_f32_dwconv_lanes_avx512), {"f32_dwconv_lanes__avx512"}});
     t.push_back({"Conv", "f32-dwconv2d-c8-avx2", x86, {F::avx2, F::fma}, check_conv2d_f32_dwconv_lanes8,
                  LOWBIT_X86_ONLY(create_conv2d_f32_dwconv_lanes_avx2), {"f32_dwconv_lanes__avx2"}});
+    // Small groups on the lanes ahead of the implicit GEMM, which runs each group as a short tile.
+    t.push_back({"Conv", "f32-gconv2d-c16-avx512", x86, avx512, check_conv2d_f32_gconv_lanes16,
+                 LOWBIT_X86_ONLY(create_conv2d_f32_dwconv_lanes_avx512), {"f32_gconv_lanes__avx512"}});
+    t.push_back({"Conv", "f32-gconv2d-c8-avx2", x86, {F::avx2, F::fma}, check_conv2d_f32_gconv_lanes8,
+                 LOWBIT_X86_ONLY(create_conv2d_f32_dwconv_lanes_avx2), {"f32_gconv_lanes__avx2"}});
     t.push_back({"Conv", "f32-dwconv2d-flat-avx512", x86, avx512, check_conv2d_f32_dwconv,
                  LOWBIT_X86_ONLY(create_conv2d_f32_dwconv_avx512),
                  {"f32_dwconv_flat__avx512", "f32_dwconv_store__avx512", "f32_dwconv_direct__avx512"}});

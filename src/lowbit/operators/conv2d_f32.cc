@@ -622,16 +622,28 @@ class DwConv2dLanesF32 final : public Kernel {
                    const F32DwconvKernels& ks)
       : p_(p), ks_(ks), post_(p, target) {
     const int64_t L = static_cast<int64_t>(ks.lanes), taps = p.KH * p.KW;
-    groups_ = ceil_div(p.C, L);
-    weights_ = Tensor(DType::f32, {groups_ * taps * L});  // [group][tap][lane], zero past C
+    // Depthwise: L channels a block. Grouped (dense_): one conv group a block, its Cg <= L input
+    // channels on the lanes and as many output channels.
+    dense_ = !p.is_depthwise();
+    block_ = dense_ ? p.C_per_group() : L;
+    groups_ = ceil_div(p.C, block_);
+    wblock_ = taps * L * (dense_ ? L : 1);
+    weights_ = Tensor(DType::f32, {groups_ * wblock_});  // depthwise [block][tap][lane]; grouped [group][tap][ic][lane]
     bias_ = Tensor(DType::f32, {groups_ * L});
     float* wl = weights_.data<float>();
     float* bl = bias_.data<float>();
-    std::fill(wl, wl + groups_ * taps * L, 0.0f);
+    std::fill(wl, wl + groups_ * wblock_, 0.0f);
     std::fill(bl, bl + groups_ * L, 0.0f);
     for (int64_t c = 0; c < p.C; ++c) {
-      for (int64_t t = 0; t < taps; ++t) wl[((c / L) * taps + t) * L + c % L] = w[c * taps + t];
-      if (bias) bl[c] = bias[c];
+      const int64_t b = c / block_, lane = c % block_;
+      if (dense_) {
+        for (int64_t ic = 0; ic < block_; ++ic)
+          for (int64_t t = 0; t < taps; ++t)
+            wl[b * wblock_ + (t * L + ic) * L + lane] = w[(c * block_ + ic) * taps + t];
+      } else {
+        for (int64_t t = 0; t < taps; ++t) wl[b * wblock_ + t * L + lane] = w[c * taps + t];
+      }
+      if (bias) bl[b * L + lane] = bias[c];
     }
     const auto u = [](int64_t v) { return static_cast<size_t>(v); };
     g_ = {u(p.H),  u(p.W),  u(p.OH),      u(p.OW),       u(p.KH), u(p.KW), u(p.SH), u(p.SW), u(p.DH), u(p.DW),
@@ -641,7 +653,7 @@ class DwConv2dLanesF32 final : public Kernel {
     g_.PW = u(std::max(p.W + p.pad_left, (p.OW - 1) * p.SW + (p.KW - 1) * p.DW + 1));
     pad_floats_ = static_cast<int64_t>(g_.PH * g_.PW) * L;
     scratch_floats_ = pad_floats_ + p.OH * p.OW * L;
-    gpt_ = std::clamp<int64_t>((4 << 10) / std::max<int64_t>(1, p.OH * p.OW * L), 1, 16);
+    gpt_ = std::clamp<int64_t>((4 << 10) / std::max<int64_t>(1, p.OH * p.OW * L * (dense_ ? block_ : 1)), 1, 16);
     ops::per_thread_workspace(threads, scratch_floats_);  // warm it now, not in the first inference
   }
 
@@ -652,18 +664,19 @@ class DwConv2dLanesF32 final : public Kernel {
     const float* x = in[0].as<float>();
     const float* res = in.size() > 3 && in[3].data ? in[3].as<float>() : nullptr;
     float* y = out[0].as<float>();
-    const int64_t L = static_cast<int64_t>(ks_.lanes), taps = p_.KH * p_.KW;
+    const int64_t L = static_cast<int64_t>(ks_.lanes);
     const int64_t HW = p_.H * p_.W, OHW = p_.OH * p_.OW, units = p_.N * groups_;
     pool.parallel_for(ceil_div(units, gpt_), [&](int64_t t, int thread) {
       float* sc = scratch[thread];
       // The padding stays zero across the task's groups: each writes the same interior.
       std::memset(sc, 0, static_cast<size_t>(pad_floats_) * sizeof(float));
       for (int64_t u = t * gpt_; u < std::min(units, (t + 1) * gpt_); ++u) {
-        const int64_t n = u / groups_, gi = u % groups_, c0 = gi * L, cn = std::min(L, p_.C - c0);
+        const int64_t n = u / groups_, gi = u % groups_, c0 = gi * block_, cn = std::min(block_, p_.C - c0);
         const int64_t plane = n * p_.C + c0;
-        ks_.lanes_group(x + plane * HW, static_cast<size_t>(cn), g_, weights_.data<float>() + gi * taps * L,
-                        bias_.data<float>() + gi * L, res ? res + plane * OHW : nullptr, p_.act_min, p_.act_max,
-                        y + plane * OHW, sc);
+        (dense_ ? ks_.lanes_group_dense : ks_.lanes_group)(
+            x + plane * HW, static_cast<size_t>(cn), g_, weights_.data<float>() + gi * wblock_,
+            bias_.data<float>() + gi * L, res ? res + plane * OHW : nullptr, p_.act_min, p_.act_max, y + plane * OHW,
+            sc);
         post_(y + plane * OHW, cn * OHW);  // the planes just written, in L1 or L2
       }
     });
@@ -675,7 +688,8 @@ class DwConv2dLanesF32 final : public Kernel {
   ConvPostOp post_;
   Tensor weights_, bias_;
   F32DwconvLanesGeometry g_{};
-  int64_t groups_ = 0, pad_floats_ = 0, scratch_floats_ = 0, gpt_ = 1;
+  bool dense_ = false;
+  int64_t block_ = 0, wblock_ = 0, groups_ = 0, pad_floats_ = 0, scratch_floats_ = 0, gpt_ = 1;
 };
 
 std::string check_conv_common(const NodeContext& ctx) {
@@ -829,6 +843,35 @@ static std::string dwconv_lanes_rule(const NodeContext& ctx, int64_t lanes) {
          " pixels where " + std::to_string(lanes) + " channels on the lanes beat the flat planes for a " +
          std::to_string(p.KH) + "x" + std::to_string(p.KW) + (strided ? " strided" : " stride-1") + " kernel";
 }
+
+// Grouped convs with at most `lanes` channels per group (RegNet's groups of 8, ResNeXt's of 4-32)
+// on the depthwise kernel's channels-on-lanes layout: per output pixel and tap, Cg broadcast
+// input channels times weight vectors over the group's output channels. The implicit GEMM ran
+// such a group as an 8 x 72 tile row (RegNet-Y 400MF's 440-channel stage on 7x7: 0.195 ms, ORT
+// 0.093).
+static std::string gconv_lanes_rule(const NodeContext& ctx, int64_t lanes) {
+  if (std::string r = check_conv_common(ctx); !r.empty()) return r;
+  const Conv2dParams p = conv2d_params(ctx.graph, ctx.node);
+  if (p.group == 1) return "not a grouped conv (group 1)";
+  if (p.is_depthwise()) return "depthwise (the dwconv rows take it)";
+  if (p.C_per_group() != p.M_per_group())
+    return "grouped with " + std::to_string(p.C_per_group()) + " input and " + std::to_string(p.M_per_group()) +
+           " output channels per group; needs as many of each";
+  if (p.C_per_group() > lanes)
+    return std::to_string(p.C_per_group()) + " channels per group, over the " + std::to_string(lanes) + " lanes";
+  // A group on at most half the lanes wastes the rest: measured on AMD Zen 3 (AVX2, 1 thread, ms
+  // igemm -> lanes), groups of 4 gain on 7x7 (0.40 -> 0.20) and 14x14 (0.92 -> 0.71) but lose on
+  // 28x28 (1.17 -> 1.47) and 56x56 (ResNeXt-50's stage 1: 0.92 -> 1.47); groups of 8 gain on every
+  // plane (7x7 0.42 -> 0.14, 56x56 4.64 -> 4.40). AVX-512 applies the same rule in lanes, unmeasured.
+  if (2 * p.C_per_group() <= lanes && p.OH * p.OW > 196)
+    return std::to_string(p.C_per_group()) + " channels per group fill at most half the " + std::to_string(lanes) +
+           " lanes, and the output " + std::to_string(p.OH) + "x" + std::to_string(p.OW) +
+           " is over the 196 pixels where that still beats the implicit GEMM";
+  return "";
+}
+
+std::string check_conv2d_f32_gconv_lanes16(const NodeContext& ctx) { return gconv_lanes_rule(ctx, 16); }
+std::string check_conv2d_f32_gconv_lanes8(const NodeContext& ctx) { return gconv_lanes_rule(ctx, 8); }
 
 std::string check_conv2d_f32_dwconv_lanes16(const NodeContext& ctx) { return dwconv_lanes_rule(ctx, 16); }
 std::string check_conv2d_f32_dwconv_lanes8(const NodeContext& ctx) { return dwconv_lanes_rule(ctx, 8); }

@@ -69,5 +69,9 @@ std::string check_conv2d_f32_dwconv_lanes16(const NodeContext& ctx);  // AVX-512
 std::string check_conv2d_f32_dwconv_lanes8(const NodeContext& ctx);   // AVX2: 8
 std::unique_ptr<Kernel> create_conv2d_f32_dwconv_lanes_avx2(const NodeContext& ctx);    // x86-64 builds
 std::unique_ptr<Kernel> create_conv2d_f32_dwconv_lanes_avx512(const NodeContext& ctx);  // x86-64 builds
+// Grouped convs with as many input as output channels per group, at most the lanes, on the same
+// layout and the same creators (they tell the two apart by the group count).
+std::string check_conv2d_f32_gconv_lanes16(const NodeContext& ctx);  // AVX-512: up to 16 per group
+std::string check_conv2d_f32_gconv_lanes8(const NodeContext& ctx);   // AVX2: up to 8
 
 }  // namespace lowbit

@@ -60,6 +60,12 @@ struct F32DwconvKernels {
   // zeros, plus the residual, then clamped to [lo, hi] (NaN passes): the bits of flat + store.
   void (*lanes_group)(const float* x, size_t cn, const F32DwconvLanesGeometry& g, const float* w, const float* bias,
                       const float* res, float lo, float hi, float* y, float* scratch);
+  // The same layout and scratch for one group of a grouped conv with cn <= lanes input and output
+  // channels: w is [tap][ic][lanes] (w[(t * lanes + ic) * lanes + oc], zero for oc >= cn), and each
+  // output is bias, then per tap in order and per input channel ic < cn in order
+  // fma(w[t][ic][oc], x_ic, acc), plus the residual, then clamped.
+  void (*lanes_group_dense)(const float* x, size_t cn, const F32DwconvLanesGeometry& g, const float* w,
+                            const float* bias, const float* res, float lo, float hi, float* y, float* scratch);
   // The largest plane (H * W) that `direct` pays on (README.md: AVX2's vmaskmovps and its mask
   // setup cost more than the split above 14x14; AVX-512's masked loads are plain loads).
   size_t direct_max_n;
