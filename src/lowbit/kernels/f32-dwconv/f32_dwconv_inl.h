@@ -236,10 +236,13 @@ inline void transpose(typename V::Vec (&r)[V::kLanes]) {
 }
 
 // NB output pixels of the channels-on-lanes layout from their positions in the padded input:
-// base[j] is pixel j's top-left tap, the taps in order, one weight vector a tap for all NB chains.
-template <class V, int NB>
+// base[j] is pixel j's top-left tap, the taps in order. Depthwise: one weight vector a tap for all
+// NB chains, times each pixel's vector of channels. kDense (a grouped conv's group of cn <= L
+// channels, f32_dwconv.h `lanes_group_dense`): per tap, per input channel ic in order, the weight
+// vector over the output channels (w is [tap][ic][L]) times input lane ic broadcast.
+template <class V, bool kDense, int NB>
 inline void lanes_block(const float* const* base, const ::lowbit::F32DwconvLanesGeometry& g, const float* w,
-                        typename V::Vec vbias, float* o) {
+                        size_t cn, typename V::Vec vbias, float* o) {
   constexpr size_t L = V::kLanes;
   typename V::Vec acc[NB];
 #pragma GCC unroll 8
@@ -248,43 +251,20 @@ inline void lanes_block(const float* const* base, const ::lowbit::F32DwconvLanes
   for (size_t kh = 0; kh < g.KH; ++kh)
     for (size_t kw = 0; kw < g.KW; ++kw, ++t) {
       const size_t off = (kh * g.DH * g.PW + kw * g.DW) * L;
-      const typename V::Vec wv = V::load(w + t * L);
+      if constexpr (kDense) {
+        for (size_t ic = 0; ic < cn; ++ic) {
+          const typename V::Vec wv = V::load(w + (t * L + ic) * L);
 #pragma GCC unroll 8
-      for (int j = 0; j < NB; ++j) acc[j] = V::fma(wv, V::load(base[j] + off), acc[j]);
-    }
+          for (int j = 0; j < NB; ++j) acc[j] = V::fma(wv, V::set1(base[j][off + ic]), acc[j]);
+        }
+      } else {
+        const typename V::Vec wv = V::load(w + t * L);
 #pragma GCC unroll 8
-  for (int j = 0; j < NB; ++j) V::store(o + static_cast<size_t>(j) * L, acc[j]);
-}
-
-// The same for a grouped conv of cn <= L channels per group (f32_dwconv.h, `lanes_group_dense`):
-// per tap, per input channel ic of the group, the weight vector over the output channels times
-// input lane ic broadcast; w is [tap][ic][L].
-template <class V, int NB>
-inline void lanes_block_dense(const float* const* base, const ::lowbit::F32DwconvLanesGeometry& g, const float* w,
-                              size_t cn, typename V::Vec vbias, float* o) {
-  constexpr size_t L = V::kLanes;
-  typename V::Vec acc[NB];
-#pragma GCC unroll 8
-  for (int j = 0; j < NB; ++j) acc[j] = vbias;
-  size_t t = 0;
-  for (size_t kh = 0; kh < g.KH; ++kh)
-    for (size_t kw = 0; kw < g.KW; ++kw, ++t) {
-      const size_t off = (kh * g.DH * g.PW + kw * g.DW) * L;
-      for (size_t ic = 0; ic < cn; ++ic) {
-        const typename V::Vec wv = V::load(w + (t * L + ic) * L);
-#pragma GCC unroll 8
-        for (int j = 0; j < NB; ++j) acc[j] = V::fma(wv, V::set1(base[j][off + ic]), acc[j]);
+        for (int j = 0; j < NB; ++j) acc[j] = V::fma(wv, V::load(base[j] + off), acc[j]);
       }
     }
 #pragma GCC unroll 8
   for (int j = 0; j < NB; ++j) V::store(o + static_cast<size_t>(j) * L, acc[j]);
-}
-
-template <class V, bool kDense, int NB>
-inline void lanes_block_any(const float* const* base, const ::lowbit::F32DwconvLanesGeometry& g, const float* w,
-                            size_t cn, typename V::Vec vbias, float* o) {
-  if constexpr (kDense) lanes_block_dense<V, NB>(base, g, w, cn, vbias, o);
-  else lanes_block<V, NB>(base, g, w, vbias, o);
 }
 
 // One group of cn <= L channels (f32_dwconv.h, `lanes_group`): the planes transposed into the
@@ -292,7 +272,7 @@ inline void lanes_block_any(const float* const* base, const ::lowbit::F32DwconvL
 // time: no split, no dropped columns, the same work at any stride), then transposed back with
 // residual and clamp. Pixels run over the flat plane, so a 7x7 map is 49 / L transposes' worth, not
 // 7 row tails.
-// kDense: a grouped conv's group (lanes_block_dense), not cn depthwise channels.
+// kDense: a grouped conv's group (lanes_block), not cn depthwise channels.
 template <class V, bool kDense = false>
 void lanes_group(const float* x, size_t cn, const ::lowbit::F32DwconvLanesGeometry& g, const float* w,
                  const float* bias, const float* res, float lo, float hi, float* y, float* scratch) {
@@ -328,14 +308,14 @@ void lanes_group(const float* x, size_t cn, const ::lowbit::F32DwconvLanesGeomet
     }
     float* o = t_out + q * L;
     switch (nb) {
-      case 8: lanes_block_any<V, kDense, 8>(base, g, w, cn, vbias, o); break;
-      case 7: lanes_block_any<V, kDense, 7>(base, g, w, cn, vbias, o); break;
-      case 6: lanes_block_any<V, kDense, 6>(base, g, w, cn, vbias, o); break;
-      case 5: lanes_block_any<V, kDense, 5>(base, g, w, cn, vbias, o); break;
-      case 4: lanes_block_any<V, kDense, 4>(base, g, w, cn, vbias, o); break;
-      case 3: lanes_block_any<V, kDense, 3>(base, g, w, cn, vbias, o); break;
-      case 2: lanes_block_any<V, kDense, 2>(base, g, w, cn, vbias, o); break;
-      default: lanes_block_any<V, kDense, 1>(base, g, w, cn, vbias, o); break;
+      case 8: lanes_block<V, kDense, 8>(base, g, w, cn, vbias, o); break;
+      case 7: lanes_block<V, kDense, 7>(base, g, w, cn, vbias, o); break;
+      case 6: lanes_block<V, kDense, 6>(base, g, w, cn, vbias, o); break;
+      case 5: lanes_block<V, kDense, 5>(base, g, w, cn, vbias, o); break;
+      case 4: lanes_block<V, kDense, 4>(base, g, w, cn, vbias, o); break;
+      case 3: lanes_block<V, kDense, 3>(base, g, w, cn, vbias, o); break;
+      case 2: lanes_block<V, kDense, 2>(base, g, w, cn, vbias, o); break;
+      default: lanes_block<V, kDense, 1>(base, g, w, cn, vbias, o); break;
     }
     q += nb;
   }
