@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 #include <sstream>
@@ -826,6 +827,52 @@ TEST(F32Kernels, Pool) {
     for (const std::string& row : std::string(c.op) == "MaxPool" ? max_rows : avg_rows) {
       SCOPED_TRACE(row);
       check_against_reference(t, row, c.str());
+    }
+  }
+}
+
+// Max is exact, so every MaxPool row gives the reference's values with NaN and +-inf in the input:
+// the separable passes (column max, then row max) must keep what `v > best` keeps, window by window,
+// even where a whole window, a whole column of one or the padding alone is NaN. (Where +0 and -0 tie
+// for a window's maximum the sign may differ: the passes visit the taps columns first.)
+TEST(F32Kernels, MaxPoolIsExactWithNanAndInf) {
+  const std::vector<std::string> rows = host_gemm_candidates("f32-maxpool2d-");
+  if (rows.empty()) GTEST_SKIP() << "host has no SIMD pooling kernels";
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> specials = {nan, inf, -inf, -0.0f, 0.0f, 3.5f, -3.5f, -std::numeric_limits<float>::max()};
+  std::mt19937 rng(14);
+  std::vector<PoolCase> cases = {
+      {.op = "MaxPool", .C = 3, .H = 37, .W = 37, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .pads = {1, 1, 1, 1}},
+      {.op = "MaxPool", .C = 2, .H = 19, .W = 35, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .ceil_mode = 1},
+      {.op = "MaxPool", .C = 2, .H = 9, .W = 21, .KH = 2, .KW = 5, .SH = 1, .SW = 3, .pads = {1, 2, 0, 2}},
+      {.op = "MaxPool", .C = 2, .H = 11, .W = 17, .KH = 3, .KW = 3, .DH = 2, .DW = 2}};
+  for (const PoolCase& c : cases) {
+    SCOPED_TRACE(c.str());
+    Tensor x = random_tensor({c.N, c.C, c.H, c.W}, rng);
+    float* p = x.data<float>();
+    std::uniform_int_distribution<size_t> pick(0, specials.size() - 1);
+    for (int64_t i = 0; i < x.numel(); ++i)
+      if (rng() % 3 == 0) p[i] = specials[pick(rng)];
+    for (int64_t i = 0; i < c.W * 3; ++i) p[i] = nan;  // whole windows of NaN along the top
+    OneNode t;
+    ValueId xv = t.input("x", std::move(x));
+    Attributes a;
+    a.set("kernel_shape", std::vector<int64_t>{c.KH, c.KW});
+    a.set("strides", std::vector<int64_t>{c.SH, c.SW});
+    a.set("pads", c.pads);
+    a.set("ceil_mode", c.ceil_mode);
+    if (c.DH != 1 || c.DW != 1) a.set("dilations", std::vector<int64_t>{c.DH, c.DW});
+    t.node("MaxPool", {xv}, a);
+    const Tensor ref = t.run_reference();
+    for (const std::string& row : rows) {
+      SCOPED_TRACE(row);
+      const Tensor got = t.run_candidate(row, 2);
+      ASSERT_EQ(ref.shape(), got.shape());
+      for (int64_t i = 0; i < ref.numel(); ++i) {
+        const float r = ref.data<float>()[i], v = got.data<float>()[i];
+        ASSERT_FALSE(std::isnan(r)) << "element " << i << ": the reference never keeps a NaN";
+        ASSERT_EQ(r, v) << "element " << i;
+      }
     }
   }
 }

@@ -1,11 +1,8 @@
-// fp32 pooling drivers: each (image, channel) plane is copied into a per-thread buffer padded
-// with the pooling identity (-inf for max, 0 for average) and large enough for every window,
-// including ceil_mode overhang, so the kernels run without bounds checks.
+// fp32 pooling drivers, parallel over (image, channel) planes: the kernels read each plane as it
+// is, with a per-thread row buffer for its separable passes (kernels/f32-pool/f32_pool.h).
 #include "lowbit/operators/pool2d_f32.h"
 
 #include <algorithm>
-#include <cstring>
-#include <limits>
 
 #include "lowbit/ir/op_params.h"
 #include "lowbit/kernels/f32-pool/f32_pool.h"
@@ -18,13 +15,11 @@ namespace {
 class Pool2dF32 final : public Kernel {
  public:
   Pool2dF32(const Pool2dParams& p, bool is_max, int threads, const F32PoolKernels& ks) : p_(p), max_(is_max), ks_(ks) {
-    PH_ = std::max(p.H + p.pad_top + p.pad_bottom, (p.OH - 1) * p.SH + (p.KH - 1) * p.DH + 1);
-    PW_ = std::max(p.W + p.pad_left + p.pad_right, (p.OW - 1) * p.SW + (p.KW - 1) * p.DW + 1);
-    plane_floats_ = PH_ * PW_ + 32 * p.SW + 32;  // the kernels' vector over-read past the last row
-    ops::per_thread_workspace(threads, plane_floats_);  // warm it now, not in the first inference
-    geom_ = {static_cast<size_t>(p.KH), static_cast<size_t>(p.KW), static_cast<size_t>(p.SH),
-             static_cast<size_t>(p.SW), static_cast<size_t>(p.DH), static_cast<size_t>(p.DW),
-             static_cast<size_t>(p.OH), static_cast<size_t>(p.OW)};
+    const auto z = [](int64_t v) { return static_cast<size_t>(v); };
+    geom_ = {z(p.H),  z(p.W),  z(p.pad_top), z(p.pad_left), z(p.KH), z(p.KW),
+             z(p.SH), z(p.SW), z(p.DH),      z(p.DW),       z(p.OH), z(p.OW)};
+    row_floats_ = p.OH > 0 && p.OW > 0 ? 2 * static_cast<int64_t>(f32_pool_row_floats(geom_)) : 0;
+    ops::per_thread_workspace(threads, row_floats_);  // warm it now, not in the first inference
     if (!is_max) {
       inv_h_ = inverse_counts(p.OH, p.H, p.KH, p.SH, p.DH, p.pad_top, p.pad_bottom);
       inv_w_ = inverse_counts(p.OW, p.W, p.KW, p.SW, p.DW, p.pad_left, p.pad_right);
@@ -32,19 +27,17 @@ class Pool2dF32 final : public Kernel {
   }
 
   void run(std::span<const TensorView> in, std::span<const TensorView> out, ThreadPool& pool) const override {
-    float* const* planes = ops::per_thread_workspace(pool.size(), plane_floats_);
+    if (row_floats_ == 0) return;  // an empty output
+    float* const* rows = ops::per_thread_workspace(pool.size(), row_floats_);
     const float* x = in[0].as<float>();
     float* y = out[0].as<float>();
-    const float fill = max_ ? -std::numeric_limits<float>::infinity() : 0.0f;
     pool.parallel_for(p_.N * p_.C, [&](int64_t plane_index, int thread) {
-      float* plane = planes[thread];
-      ops::copy_padded_plane(x + plane_index * p_.H * p_.W, p_.H, p_.W, p_.pad_top, p_.pad_left, PW_, plane_floats_,
-                             fill, plane);
+      const float* src = x + plane_index * p_.H * p_.W;
       float* dst = y + plane_index * p_.OH * p_.OW;
       if (max_)
-        ks_.maxpool(plane, static_cast<size_t>(PW_), geom_, dst);
+        ks_.maxpool(src, geom_, rows[thread], dst);
       else
-        ks_.avgpool(plane, static_cast<size_t>(PW_), geom_, inv_h_.data(), inv_w_.data(), dst);
+        ks_.avgpool(src, geom_, inv_h_.data(), inv_w_.data(), rows[thread], dst);
     });
   }
 
@@ -68,7 +61,7 @@ class Pool2dF32 final : public Kernel {
   Pool2dParams p_;
   bool max_;
   F32PoolKernels ks_;
-  int64_t PH_ = 0, PW_ = 0, plane_floats_ = 0;
+  int64_t row_floats_ = 0;
   F32PoolGeometry geom_{};
   std::vector<float> inv_h_, inv_w_;
 };

@@ -8,25 +8,39 @@
 
 namespace lowbit {
 
+// One plane's pooling: the input plane (H x W, unpadded), its pads before, the window and the output.
 struct F32PoolGeometry {
+  size_t H, W, pad_top, pad_left;
   size_t KH, KW, SH, SW, DH, DW;
   size_t OH, OW;
 };
 
-// One ISA's pooling of one padded plane, written once (f32_pool_inl.h) over its vector traits:
-// `lanes` output pixels of a row per vector, the window's taps accumulated in a register; stride 1
-// loads directly, stride 2 deinterleaves two loads, other strides gather lane by lane. Row tails
-// are stored partially (no write past a row).
+// Floats of one of the two row buffers the kernels need (per thread, 2 * this): the padded row
+// (every window's columns, ceil_mode overhang included) and the widest vector over-read past it
+// (two vectors of 16 per stride step, from the last output vector's last tap).
+inline size_t f32_pool_row_floats(const F32PoolGeometry& g) {
+  const size_t padded = g.pad_left + g.W, windows = (g.OW - 1) * g.SW + (g.KW - 1) * g.DW + 1;
+  return (padded > windows ? padded : windows) + 32 * g.SW + 32;
+}
+
+// One ISA's pooling of one plane, written once (f32_pool_inl.h) over its vector traits. Max and sum
+// are separable, so each output row is two passes: the KH input rows of its windows that lie inside
+// the image reduced column by column into a row of `row` (2 * f32_pool_row_floats; the pads and the ceil_mode
+// overhang hold the identity, -inf or 0), then KW taps of stride SW along that row, `lanes` output
+// pixels per vector (stride 1 loads directly, stride 2 deinterleaves two loads, other strides gather
+// lane by lane). KH + KW vector steps per output vector instead of KH * KW, and no padded copy of
+// the plane. SqueezeNet's three 3x3/2 pools (64 x 111 x 111 to 256 x 27 x 27) went 0.45 -> 0.21 ms
+// (ORT's NCHWc pools 0.11 ms: no row tails), Zen 5, 1 thread.
+// Reads the plane only inside it; writes no output past a row.
 struct F32PoolKernels {
   const char* isa;
   size_t lanes;
-  // x: one plane already padded (row stride ld_x) with -inf (max) or 0 (average) and covering every
-  // window, readable for 32 * SW + 32 floats past its last row. NaN: max keeps what the reference's
-  // `v > best` keeps.
-  void (*maxpool)(const float* x, size_t ld_x, const F32PoolGeometry& g, float* y);
+  // NaN: max keeps what the reference's `v > best` keeps (the largest value that is not NaN;
+  // -inf for a window of NaNs or of padding only).
+  void (*maxpool)(const float* x, const F32PoolGeometry& g, float* row, float* y);
   // y[oh][ow] = sum of the window * inv_h[oh] * inv_w[ow] (reciprocal window counts; inv_w readable
   // up to a multiple of 16).
-  void (*avgpool)(const float* x, size_t ld_x, const F32PoolGeometry& g, const float* inv_h, const float* inv_w,
+  void (*avgpool)(const float* x, const F32PoolGeometry& g, const float* inv_h, const float* inv_w, float* row,
                   float* y);
 };
 
