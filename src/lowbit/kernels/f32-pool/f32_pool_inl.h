@@ -29,7 +29,7 @@ template <class V, bool kMax>
 inline typename V::Vec combine(typename V::Vec v, typename V::Vec acc) {
   // max(v, acc) keeps acc when v is NaN, like the reference's `v > best`; acc starts as a value
   // that is not NaN, so it never becomes one.
-  if constexpr (kMax) return V::max(v, acc);
+  if constexpr (kMax) return V::select(V::gt(v, acc), v, acc);  // NEON fmax would return the NaN
   else return V::add(acc, v);
 }
 
