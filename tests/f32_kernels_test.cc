@@ -769,6 +769,17 @@ struct PoolCase {
   std::vector<int64_t> pads = {0, 0, 0, 0};
   int64_t ceil_mode = 0, count_include_pad = 0, DH = 1, DW = 1;
 
+  Attributes attrs() const {
+    Attributes a;
+    a.set("kernel_shape", std::vector<int64_t>{KH, KW});
+    a.set("strides", std::vector<int64_t>{SH, SW});
+    a.set("pads", pads);
+    a.set("ceil_mode", ceil_mode);
+    if (DH != 1 || DW != 1) a.set("dilations", std::vector<int64_t>{DH, DW});
+    if (std::string(op) == "AveragePool") a.set("count_include_pad", count_include_pad);
+    return a;
+  }
+
   std::string str() const {
     std::ostringstream s;
     s << op << " N" << N << " C" << C << " " << H << "x" << W << " k" << KH << "x" << KW << " s" << SH << "," << SW
@@ -816,14 +827,7 @@ TEST(F32Kernels, Pool) {
     SCOPED_TRACE(c.str());
     OneNode t;
     ValueId x = t.input("x", random_tensor({c.N, c.C, c.H, c.W}, rng));
-    Attributes a;
-    a.set("kernel_shape", std::vector<int64_t>{c.KH, c.KW});
-    a.set("strides", std::vector<int64_t>{c.SH, c.SW});
-    a.set("pads", c.pads);
-    a.set("ceil_mode", c.ceil_mode);
-    if (c.DH != 1 || c.DW != 1) a.set("dilations", std::vector<int64_t>{c.DH, c.DW});
-    if (std::string(c.op) == "AveragePool") a.set("count_include_pad", c.count_include_pad);
-    t.node(c.op, {x}, a);
+    t.node(c.op, {x}, c.attrs());
     for (const std::string& row : std::string(c.op) == "MaxPool" ? max_rows : avg_rows) {
       SCOPED_TRACE(row);
       check_against_reference(t, row, c.str());
@@ -856,13 +860,7 @@ TEST(F32Kernels, MaxPoolIsExactWithNanAndInf) {
     for (int64_t i = 0; i < c.W * 3; ++i) p[i] = nan;  // whole windows of NaN along the top
     OneNode t;
     ValueId xv = t.input("x", std::move(x));
-    Attributes a;
-    a.set("kernel_shape", std::vector<int64_t>{c.KH, c.KW});
-    a.set("strides", std::vector<int64_t>{c.SH, c.SW});
-    a.set("pads", c.pads);
-    a.set("ceil_mode", c.ceil_mode);
-    if (c.DH != 1 || c.DW != 1) a.set("dilations", std::vector<int64_t>{c.DH, c.DW});
-    t.node("MaxPool", {xv}, a);
+    t.node(c.op, {xv}, c.attrs());
     const Tensor ref = t.run_reference();
     for (const std::string& row : rows) {
       SCOPED_TRACE(row);
