@@ -506,8 +506,10 @@ TEST(F32Kernels, DwconvDirectIsThePaddedPlane) {
   };
   const Geo geos[] = {{7, 7, 5, 5, 1, 2, 2},   {14, 14, 3, 3, 1, 1, 1}, {1, 1, 3, 3, 1, 1, 1},  {2, 3, 3, 3, 1, 1, 1},
                       {9, 9, 7, 7, 1, 3, 3},   {10, 17, 3, 3, 1, 2, 0}, {13, 5, 3, 3, 2, 2, 2}, {1, 40, 1, 5, 1, 0, 2},
-                      {33, 35, 3, 3, 1, 1, 1}, {3, 50, 5, 5, 1, 2, 2}};
+                      {33, 35, 3, 3, 1, 1, 1}, {3, 50, 5, 5, 1, 2, 2}, {12, 112, 3, 3, 1, 1, 1}, {9, 56, 5, 5, 1, 2, 2}};
   std::mt19937 rng(21);
+  // Shapes whose inner vectors take plain loads (every tap inside the plane), and shapes all masked.
+  size_t plain_seen = 0, masked_seen = 0;
   std::uniform_real_distribution<float> u(-2.0f, 2.0f);
   const float specials[] = {INFINITY, -INFINITY, NAN, -0.0f, 0.0f, 3e38f, -3e38f, 1e-42f};
   // 3 planes: a pair (the kernel interleaves two planes' chains) and one alone.
@@ -554,11 +556,16 @@ TEST(F32Kernels, DwconvDirectIsThePaddedPlane) {
                 masks[static_cast<size_t>(t * nvec + q / L)] |= static_cast<uint16_t>(1u << (q % L));
             }
           }
+        std::vector<uint32_t> order(static_cast<size_t>(nvec));
+        const size_t n_plain = f32_dwconv_direct_order(masks.data(), static_cast<size_t>(taps), static_cast<size_t>(nvec),
+                                                       k->lanes, order.data());
+        // The kernel takes plain loads where they are at least half the vectors.
+        (2 * n_plain >= static_cast<size_t>(nvec) ? plain_seen : masked_seen) += 1;
         // The plane alone on the heap (ASan: a lane read outside it is reported), the output with a
         // guard after it that must stay untouched.
         std::vector<float> y(x.size() + 20, 7.0f);
-        k->direct(x.data(), off.data(), masks.data(), w.data(), static_cast<size_t>(taps), bias.data(),
-                  static_cast<size_t>(n), P, res.data(), lo, hi, y.data());
+        k->direct(x.data(), off.data(), masks.data(), order.data(), n_plain, w.data(), static_cast<size_t>(taps),
+                  bias.data(), static_cast<size_t>(n), P, res.data(), lo, hi, y.data());
         for (int64_t q = 0; q < P * n; ++q) {
           const float a = y[static_cast<size_t>(q)], b = want[static_cast<size_t>(q)];
           ASSERT_TRUE(std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b)))
@@ -567,6 +574,8 @@ TEST(F32Kernels, DwconvDirectIsThePaddedPlane) {
         for (size_t i = x.size(); i < y.size(); ++i) ASSERT_EQ(y[i], 7.0f) << "wrote past the plane at " << i;
       }
     }
+  EXPECT_GT(plain_seen, 0u);
+  EXPECT_GT(masked_seen, 0u);
 }
 
 TEST(F32Kernels, ConvDepthwise) {

@@ -45,13 +45,13 @@ TEST(DwconvSimde, Avx512SumsTheTapsInOrderWithOneFmaEach) {
 }
 
 // The direct path (stride 1, "same" padding, lanes masked to the unpadded plane) against the
-// zero-padded plane summed with fmaf: a 9 x 13 plane under a 3x3 kernel with padding 1, residual
-// and clamp.
+// zero-padded plane summed with fmaf: a 12 x 112 plane under a 3x3 kernel with padding 1, residual
+// and clamp (vectors wholly inside a row, with plain loads, and vectors across rows, masked).
 TEST(DwconvSimde, Avx512DirectIsThePaddedPlane) {
   if (!host_target().has(Feature::avx2)) GTEST_SKIP() << "this build of the emulation uses AVX2 + FMA";
   const F32DwconvKernels& k = *simde_emulated::f32_dwconv_avx512();
   ASSERT_NE(k.direct, nullptr);
-  constexpr int64_t H = 9, W = 13, n = H * W, nvec = (n + 15) / 16;
+  constexpr int64_t H = 12, W = 112, n = H * W, nvec = (n + 15) / 16;
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-2.0f, 2.0f);
   std::vector<float> x(n), res(n), w(9), y(n + 16, 7.0f);
@@ -68,8 +68,13 @@ TEST(DwconvSimde, Avx512DirectIsThePaddedPlane) {
       if (ih >= 0 && ih < H && iw >= 0 && iw < W) masks[t * nvec + q / 16] |= static_cast<uint16_t>(1u << (q % 16));
     }
   }
+  std::vector<uint32_t> order(nvec);
+  const size_t n_plain = f32_dwconv_direct_order(masks.data(), 9, nvec, 16, order.data());
+  ASSERT_GE(2 * n_plain, static_cast<size_t>(nvec));  // the kernel takes the plain loads
+  ASSERT_LT(n_plain, static_cast<size_t>(nvec));
   const float bias = 0.25f;
-  k.direct(x.data(), off.data(), masks.data(), w.data(), 9, &bias, n, 1, res.data(), -1.0f, 1.5f, y.data());
+  k.direct(x.data(), off.data(), masks.data(), order.data(), n_plain, w.data(), 9, &bias, n, 1, res.data(), -1.0f, 1.5f,
+           y.data());
   for (int64_t q = 0; q < n; ++q) {
     float acc = 0.25f;
     for (int64_t t = 0; t < 9; ++t) {

@@ -555,7 +555,7 @@ class DwConv2dF32 final : public Kernel {
         for (int64_t nc = t * cpt_; nc < end;) {
           // Two planes a call (the kernel interleaves their FMA chains), never across images.
           const int64_t c = nc % p_.C, k = std::min({int64_t{2}, end - nc, p_.C - c});
-          ks_.direct(x + nc * OHW, off_.data(), masks_.data(), weights_.data<float>() + c * taps_,
+          ks_.direct(x + nc * OHW, off_.data(), masks_.data(), order_.data(), n_plain_, weights_.data<float>() + c * taps_,
                      static_cast<size_t>(taps_), bias_.data<float>() + c, static_cast<size_t>(OHW),
                      static_cast<size_t>(k), res ? res + nc * OHW : nullptr, p_.act_min, p_.act_max, y + nc * OHW);
           post_(y + nc * OHW, k * OHW);  // the planes just written, in L1 or L2
@@ -603,12 +603,17 @@ class DwConv2dF32 final : public Kernel {
             masks_[static_cast<size_t>(t * nvec + q / lanes)] |= static_cast<uint16_t>(1u << (q % lanes));
         }
       }
+    order_.resize(static_cast<size_t>(nvec));
+    n_plain_ = f32_dwconv_direct_order(masks_.data(), static_cast<size_t>(taps_), static_cast<size_t>(nvec),
+                                       static_cast<size_t>(lanes), order_.data());
   }
 
   int64_t taps_ = 0, nflat_ = 0, src_floats_ = 0, cpt_ = 1;
   F32DwconvSplit split_{};  // the phase planes' geometry (Hp x Wp each)
   std::vector<int32_t> off_;  // per tap: into the phase planes, or (direct) into the unpadded plane
   std::vector<uint16_t> masks_;  // direct only: [tap][vector] lanes inside the plane; empty: split path
+  std::vector<uint32_t> order_;  // direct only: the vectors, those with no masked lane first
+  size_t n_plain_ = 0;           // how many those are
 };
 
 // Channels on the lanes (kernels/f32-dwconv/README.md): a group of `lanes` channels at a time is

@@ -48,9 +48,12 @@ struct F32DwconvKernels {
   // hi), the taps in order, where x[q + off[t]] is read only in the lanes whose bit is set in
   // masks[t * nvec + q / lanes] (nvec = n rounded up to whole vectors, / lanes) and is 0 in the
   // others: fma(w, 0, acc) there, exactly what the padded plane's zeros give, so the bits are those
-  // of flat + store. off may be negative (rows above the plane); res may be null.
-  void (*direct)(const float* x, const int32_t* off, const uint16_t* masks, const float* w, size_t taps,
-                 const float* bias, size_t n, size_t planes, const float* res, float lo, float hi, float* y);
+  // of flat + store. off may be negative (rows above the plane); res may be null. order lists
+  // the nvec vectors, each once: its first n_plain are vectors whose masks are full on every tap,
+  // read with plain loads (f32_dwconv_direct_order builds it).
+  void (*direct)(const float* x, const int32_t* off, const uint16_t* masks, const uint32_t* order, size_t n_plain,
+                 const float* w, size_t taps, const float* bias, size_t n, size_t planes, const float* res, float lo,
+                 float hi, float* y);
   // Channels on the lanes, for one group of cn <= lanes channels: x holds their cn input planes
   // (H * W floats each, consecutive), y their output planes (OH * OW each), res the residual's
   // (like y, or null). w holds the group's weights tap-major, lanes floats a tap (w[t * lanes + c],
@@ -70,6 +73,26 @@ struct F32DwconvKernels {
   // setup cost more than the split above 14x14; AVX-512's masked loads are plain loads).
   size_t direct_max_n;
 };
+
+// The order `direct` takes its nvec vectors in, from its masks ([tap][vector], `lanes` bits
+// each): first, in increasing order, the vectors that every tap reads wholly inside the plane (on
+// a 112 x 112 map under 3x3, 5 of each row's 7 zmm: their loads need no mask), then the others.
+// Returns how many come first.
+inline size_t f32_dwconv_direct_order(const uint16_t* masks, size_t taps, size_t nvec, size_t lanes,
+                                      uint32_t* order) {
+  const uint32_t full = (1u << lanes) - 1;
+  auto plain = [&](size_t j) {
+    for (size_t t = 0; t < taps; ++t)
+      if (masks[t * nvec + j] != full) return false;
+    return true;
+  };
+  size_t first = 0;
+  for (size_t j = 0; j < nvec; ++j)
+    if (plain(j)) order[first++] = static_cast<uint32_t>(j);
+  for (size_t j = 0, k = first; j < nvec; ++j)
+    if (!plain(j)) order[k++] = static_cast<uint32_t>(j);
+  return first;
+}
 
 }  // namespace lowbit
 

@@ -62,38 +62,43 @@ void flat(const float* src, const int32_t* off, const float* w, size_t taps, flo
   }
 }
 
-// NV vectors of outputs from vector j of G planes at once (f32_dwconv.h, `direct`; plane g at
-// x + g * n, its taps at w + g * taps): the taps in order over NV * G chains as flat_block, each
-// load masked to the plane (the planes share their geometry, so their masks), then residual and
-// clamp in registers and the store.
-template <class V, int NV, int G>
+// NV vectors of outputs of G planes at once (f32_dwconv.h, `direct`; plane g at x + g * n, its
+// taps at w + g * taps): vectors jv[0..NV) (kGather) or j0, j0 + 1, ... The taps in order over
+// NV * G chains as flat_block, then residual and clamp in registers and the store. Gathered
+// vectors each take an address of their own a tap; consecutive ones share one, and a 14 x 14 map
+// (no vector of it wholly inside a row) took 0.042 -> 0.055 ms gathered. kPlain: every tap of these vectors lies
+// inside the plane, so the loads take no mask; otherwise each load is masked to the plane (the
+// planes share their geometry, so their masks). On Zen 5 a mask is one more load and a kmov per
+// tap and vector: the 3x3 32 @112 layer took 0.142 ms masked throughout, 0.090 with plain loads.
+template <class V, int NV, int G, bool kPlain, bool kGather>
 inline void direct_block(const float* x, const int32_t* off, const uint16_t* masks, const float* w, size_t taps,
-                         const float* bias, size_t nvec, size_t j, size_t n, const float* res, typename V::Vec vlo,
-                         typename V::Vec vhi, float* y) {
+                         const float* bias, size_t nvec, const uint32_t* jv, size_t j0, size_t n, const float* res,
+                         typename V::Vec vlo, typename V::Vec vhi, float* y) {
   constexpr size_t L = V::kLanes;
+  auto vec = [&](int v) { return kGather ? static_cast<size_t>(jv[v]) : j0 + static_cast<size_t>(v); };
   typename V::Vec acc[G][NV];
 #pragma GCC unroll 8
   for (int g = 0; g < G; ++g)
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) acc[g][v] = V::set1(bias[g]);
   for (size_t t = 0; t < taps; ++t) {
-    const uint16_t* m = masks + t * nvec + j;
-    // Signed: off[t] < 0 for the rows above; the masked lanes are not read.
-    const float* s = x + (static_cast<ptrdiff_t>(j * L) + off[t]);
+    const uint16_t* m = masks + t * nvec;
 #pragma GCC unroll 8
     for (int g = 0; g < G; ++g) {
       const typename V::Vec wv = V::set1(w[static_cast<size_t>(g) * taps + t]);
 #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v)
-        acc[g][v] = V::fma(wv, V::load_lanes(s + static_cast<size_t>(g) * n + static_cast<size_t>(v) * L, m[v]),
-                           acc[g][v]);
+      for (int v = 0; v < NV; ++v) {
+        // Signed: off[t] < 0 for the rows above; masked lanes are not read.
+        const float* s = x + (static_cast<ptrdiff_t>(vec(v) * L + static_cast<size_t>(g) * n) + off[t]);
+        acc[g][v] = V::fma(wv, kPlain ? V::load(s) : V::load_lanes(s, m[vec(v)]), acc[g][v]);
+      }
     }
   }
 #pragma GCC unroll 8
   for (int g = 0; g < G; ++g)
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) {
-      const size_t q = (j + static_cast<size_t>(v)) * L, o = static_cast<size_t>(g) * n + q;
+      const size_t q = vec(v) * L, o = static_cast<size_t>(g) * n + q;
       if (q + L <= n) {
         typename V::Vec r = res ? V::add(acc[g][v], V::load(res + o)) : acc[g][v];
         V::store(y + o, V::min(vhi, V::max(vlo, r)));
@@ -104,47 +109,65 @@ inline void direct_block(const float* x, const int32_t* off, const uint16_t* mas
     }
 }
 
-// All nvec vectors of G planes: blocks of 8 / G vectors (8 chains: two FMA pipes of 4-cycle
-// latency), the rest as one block. Two planes at a time keep 8 chains where one plane has few
-// vectors: a 7x7 map is 4 zmm, 4 chains of 25 dependent FMAs under a 5x5 kernel alone.
-template <class V, int G>
-void direct_planes(const float* x, const int32_t* off, const uint16_t* masks, const float* w, size_t taps,
-                   const float* bias, size_t n, const float* res, typename V::Vec vlo, typename V::Vec vhi, float* y) {
-  constexpr size_t L = V::kLanes;
+// Vectors jv[0..count) (kGather) or 0..count of G planes: blocks of 8 / G vectors (8 chains: two
+// FMA pipes of 4-cycle latency), the rest as one block. Two planes at a time keep 8 chains where
+// one plane has few vectors: a 7x7 map is 4 zmm, 4 chains of 25 dependent FMAs under a 5x5 kernel.
+template <class V, int G, bool kPlain, bool kGather>
+void direct_vectors(const float* x, const int32_t* off, const uint16_t* masks, const float* w, size_t taps,
+                    const float* bias, size_t n, size_t nvec, const uint32_t* jv, size_t count, const float* res,
+                    typename V::Vec vlo, typename V::Vec vhi, float* y) {
   constexpr int NB = 8 / G;
-  const size_t nvec = (n + L - 1) / L;
-  size_t j = 0;
-  for (; j + NB <= nvec; j += NB) direct_block<V, NB, G>(x, off, masks, w, taps, bias, nvec, j, n, res, vlo, vhi, y);
   static_assert(NB == 8 || NB == 4);
+  size_t i = 0;
+  for (; i + NB <= count; i += NB)
+    direct_block<V, NB, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, jv + i, i, n, res, vlo, vhi, y);
+  const uint32_t* r = jv + i;
   if constexpr (NB == 8) {
-    switch (nvec - j) {
-      case 7: return direct_block<V, 7, G>(x, off, masks, w, taps, bias, nvec, j, n, res, vlo, vhi, y);
-      case 6: return direct_block<V, 6, G>(x, off, masks, w, taps, bias, nvec, j, n, res, vlo, vhi, y);
-      case 5: return direct_block<V, 5, G>(x, off, masks, w, taps, bias, nvec, j, n, res, vlo, vhi, y);
-      case 4: return direct_block<V, 4, G>(x, off, masks, w, taps, bias, nvec, j, n, res, vlo, vhi, y);
+    switch (count - i) {
+      case 7: return direct_block<V, 7, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo, vhi, y);
+      case 6: return direct_block<V, 6, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo, vhi, y);
+      case 5: return direct_block<V, 5, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo, vhi, y);
+      case 4: return direct_block<V, 4, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo, vhi, y);
       default: break;
     }
   }
-  switch (nvec - j) {
-    case 3: return direct_block<V, 3, G>(x, off, masks, w, taps, bias, nvec, j, n, res, vlo, vhi, y);
-    case 2: return direct_block<V, 2, G>(x, off, masks, w, taps, bias, nvec, j, n, res, vlo, vhi, y);
-    case 1: return direct_block<V, 1, G>(x, off, masks, w, taps, bias, nvec, j, n, res, vlo, vhi, y);
+  switch (count - i) {
+    case 3: return direct_block<V, 3, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo, vhi, y);
+    case 2: return direct_block<V, 2, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo, vhi, y);
+    case 1: return direct_block<V, 1, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo, vhi, y);
     default: return;
   }
 }
 
+// All vectors of G planes: the n_plain of `order` whose taps all lie inside the plane with plain
+// loads, then the rest masked, where those are at least half the vectors; otherwise all masked in
+// order. Zen 5, 1 thread: 3x3 32 @112 (70% plain) 0.155 -> 0.127 ms; 3x3 192 @28 (2 of 7 plain)
+// 0.050 -> 0.055 gathered, so kept in order; 144 @56 (55%) 0.16 both.
+template <class V, int G>
+void direct_planes(const float* x, const int32_t* off, const uint16_t* masks, const uint32_t* order, size_t n_plain,
+                   const float* w, size_t taps, const float* bias, size_t n, const float* res, typename V::Vec vlo,
+                   typename V::Vec vhi, float* y) {
+  const size_t nvec = (n + V::kLanes - 1) / V::kLanes;
+  if (2 * n_plain < nvec)
+    return direct_vectors<V, G, false, false>(x, off, masks, w, taps, bias, n, nvec, order, nvec, res, vlo, vhi, y);
+  direct_vectors<V, G, true, true>(x, off, masks, w, taps, bias, n, nvec, order, n_plain, res, vlo, vhi, y);
+  direct_vectors<V, G, false, true>(x, off, masks, w, taps, bias, n, nvec, order + n_plain, nvec - n_plain, res, vlo,
+                                    vhi, y);
+}
+
 // planes consecutive planes of n outputs each: two at a time, then the odd one alone.
 template <class V>
-void direct(const float* x, const int32_t* off, const uint16_t* masks, const float* w, size_t taps, const float* bias,
-            size_t n, size_t planes, const float* res, float lo, float hi, float* y) {
+void direct(const float* x, const int32_t* off, const uint16_t* masks, const uint32_t* order, size_t n_plain,
+            const float* w, size_t taps, const float* bias, size_t n, size_t planes, const float* res, float lo,
+            float hi, float* y) {
   const typename V::Vec vlo = V::set1(lo), vhi = V::set1(hi);
   size_t c = 0;
   for (; c + 2 <= planes; c += 2)
-    direct_planes<V, 2>(x + c * n, off, masks, w + c * taps, taps, bias + c, n, res ? res + c * n : nullptr, vlo, vhi,
-                        y + c * n);
+    direct_planes<V, 2>(x + c * n, off, masks, order, n_plain, w + c * taps, taps, bias + c, n,
+                        res ? res + c * n : nullptr, vlo, vhi, y + c * n);
   if (c < planes)
-    direct_planes<V, 1>(x + c * n, off, masks, w + c * taps, taps, bias + c, n, res ? res + c * n : nullptr, vlo, vhi,
-                        y + c * n);
+    direct_planes<V, 1>(x + c * n, off, masks, order, n_plain, w + c * taps, taps, bias + c, n,
+                        res ? res + c * n : nullptr, vlo, vhi, y + c * n);
 }
 
 // y[oh][ow] = min(max(flat[oh * ld + ow] + res[oh][ow], lo), hi): whole vectors, then lanes.
@@ -350,10 +373,10 @@ void lanes_group(const float* x, size_t cn, const ::lowbit::F32DwconvLanesGeomet
   void f32_dwconv_split__##ISA(const float* x, const ::lowbit::F32DwconvSplit& g, float* src) {                   \
     ::LOWBIT_KERNEL_NS::dwconv::split<V>(x, g, src);                                                              \
   }                                                                                                               \
-  void f32_dwconv_direct__##ISA(const float* x, const int32_t* off, const uint16_t* masks, const float* w,        \
-                                size_t taps, const float* bias, size_t n, size_t planes, const float* res,        \
-                                float lo, float hi, float* y) {                                                   \
-    ::LOWBIT_KERNEL_NS::dwconv::direct<V>(x, off, masks, w, taps, bias, n, planes, res, lo, hi, y);              \
+  void f32_dwconv_direct__##ISA(const float* x, const int32_t* off, const uint16_t* masks, const uint32_t* order, \
+                                size_t n_plain, const float* w, size_t taps, const float* bias, size_t n,         \
+                                size_t planes, const float* res, float lo, float hi, float* y) {                  \
+    ::LOWBIT_KERNEL_NS::dwconv::direct<V>(x, off, masks, order, n_plain, w, taps, bias, n, planes, res, lo, hi, y); \
   }                                                                                                               \
   void f32_dwconv_lanes__##ISA(const float* x, size_t cn, const ::lowbit::F32DwconvLanesGeometry& g, const float* w, \
                                const float* bias, const float* res, float lo, float hi, float* y, float* scratch) { \
