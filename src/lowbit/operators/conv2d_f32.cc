@@ -555,8 +555,9 @@ class DwConv2dF32 final : public Kernel {
         for (int64_t nc = t * cpt_; nc < end;) {
           // Two planes a call (the kernel interleaves their FMA chains), never across images.
           const int64_t c = nc % p_.C, k = std::min({int64_t{2}, end - nc, p_.C - c});
-          ks_.direct(x + nc * OHW, off_.data(), masks_.data(), order_.data(), n_plain_, weights_.data<float>() + c * taps_,
-                     static_cast<size_t>(taps_), bias_.data<float>() + c, static_cast<size_t>(OHW),
+          ks_.direct(x + nc * OHW, off_.data(), masks_.data(), order_.data(), n_plain_,
+                     weights_.data<float>() + c * taps_, static_cast<size_t>(taps_), bias_.data<float>() + c,
+                     static_cast<size_t>(OHW),
                      static_cast<size_t>(k), res ? res + nc * OHW : nullptr, p_.act_min, p_.act_max, y + nc * OHW);
           post_(y + nc * OHW, k * OHW);  // the planes just written, in L1 or L2
           nc += k;
@@ -613,7 +614,7 @@ class DwConv2dF32 final : public Kernel {
   std::vector<int32_t> off_;  // per tap: into the phase planes, or (direct) into the unpadded plane
   std::vector<uint16_t> masks_;  // direct only: [tap][vector] lanes inside the plane; empty: split path
   std::vector<uint32_t> order_;  // direct only: the vectors, those with no masked lane first
-  size_t n_plain_ = 0;           // how many those are
+  size_t n_plain_ = 0;           // how many those are (0: all masked, in plane order)
 };
 
 // Channels on the lanes (kernels/f32-dwconv/README.md): a group of `lanes` channels at a time is

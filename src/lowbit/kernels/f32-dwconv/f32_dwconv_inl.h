@@ -63,13 +63,12 @@ void flat(const float* src, const int32_t* off, const float* w, size_t taps, flo
 }
 
 // NV vectors of outputs of G planes at once (f32_dwconv.h, `direct`; plane g at x + g * n, its
-// taps at w + g * taps): vectors jv[0..NV) (kGather) or j0, j0 + 1, ... The taps in order over
-// NV * G chains as flat_block, then residual and clamp in registers and the store. Gathered
-// vectors each take an address of their own a tap; consecutive ones share one, and a 14 x 14 map
-// (no vector of it wholly inside a row) took 0.042 -> 0.055 ms gathered. kPlain: every tap of these vectors lies
-// inside the plane, so the loads take no mask; otherwise each load is masked to the plane (the
-// planes share their geometry, so their masks). On Zen 5 a mask is one more load and a kmov per
-// tap and vector: the 3x3 32 @112 layer took 0.142 ms masked throughout, 0.090 with plain loads.
+// taps at w + g * taps): vectors jv[0..NV) (kGather, each at an address of its own a tap) or
+// j0, j0 + 1, ... (one address a tap). The taps in order over NV * G chains as flat_block, then
+// residual and clamp in registers and the store. kPlain: every tap of these vectors lies inside
+// the plane, so the loads take no mask; otherwise each load is masked to the plane (the planes
+// share their geometry, so their masks). On Zen 5 a mask is one more load and a kmov per tap and
+// vector: README.md, "Direct".
 template <class V, int NV, int G, bool kPlain, bool kGather>
 inline void direct_block(const float* x, const int32_t* off, const uint16_t* masks, const float* w, size_t taps,
                          const float* bias, size_t nvec, const uint32_t* jv, size_t j0, size_t n, const float* res,
@@ -124,31 +123,44 @@ void direct_vectors(const float* x, const int32_t* off, const uint16_t* masks, c
   const uint32_t* r = jv + i;
   if constexpr (NB == 8) {
     switch (count - i) {
-      case 7: return direct_block<V, 7, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo, vhi, y);
-      case 6: return direct_block<V, 6, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo, vhi, y);
-      case 5: return direct_block<V, 5, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo, vhi, y);
-      case 4: return direct_block<V, 4, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo, vhi, y);
+      case 7:
+        return direct_block<V, 7, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo,
+                                                         vhi, y);
+      case 6:
+        return direct_block<V, 6, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo,
+                                                         vhi, y);
+      case 5:
+        return direct_block<V, 5, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo,
+                                                         vhi, y);
+      case 4:
+        return direct_block<V, 4, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo,
+                                                         vhi, y);
       default: break;
     }
   }
   switch (count - i) {
-    case 3: return direct_block<V, 3, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo, vhi, y);
-    case 2: return direct_block<V, 2, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo, vhi, y);
-    case 1: return direct_block<V, 1, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo, vhi, y);
+    case 3:
+      return direct_block<V, 3, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo,
+                                                       vhi, y);
+    case 2:
+      return direct_block<V, 2, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo,
+                                                       vhi, y);
+    case 1:
+      return direct_block<V, 1, G, kPlain, kGather>(x, off, masks, w, taps, bias, nvec, r, i, n, res, vlo,
+                                                       vhi, y);
     default: return;
   }
 }
 
-// All vectors of G planes: the n_plain of `order` whose taps all lie inside the plane with plain
-// loads, then the rest masked, where those are at least half the vectors; otherwise all masked in
-// order. Zen 5, 1 thread: 3x3 32 @112 (70% plain) 0.155 -> 0.127 ms; 3x3 192 @28 (2 of 7 plain)
-// 0.050 -> 0.055 gathered, so kept in order; 144 @56 (55%) 0.16 both.
+// All vectors of G planes: the first n_plain of `order` with plain loads, then the rest masked;
+// with n_plain = 0 (f32_dwconv_direct_order's choice where plain vectors are few), all masked in
+// plane order.
 template <class V, int G>
 void direct_planes(const float* x, const int32_t* off, const uint16_t* masks, const uint32_t* order, size_t n_plain,
                    const float* w, size_t taps, const float* bias, size_t n, const float* res, typename V::Vec vlo,
                    typename V::Vec vhi, float* y) {
   const size_t nvec = (n + V::kLanes - 1) / V::kLanes;
-  if (2 * n_plain < nvec)
+  if (n_plain == 0)
     return direct_vectors<V, G, false, false>(x, off, masks, w, taps, bias, n, nvec, order, nvec, res, vlo, vhi, y);
   direct_vectors<V, G, true, true>(x, off, masks, w, taps, bias, n, nvec, order, n_plain, res, vlo, vhi, y);
   direct_vectors<V, G, false, true>(x, off, masks, w, taps, bias, n, nvec, order + n_plain, nvec - n_plain, res, vlo,
