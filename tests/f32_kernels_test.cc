@@ -412,6 +412,10 @@ std::vector<ConvCase> winograd_cases() {
   v.push_back({.C = 64, .H = 56, .W = 56, .M = 64, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .act_min = 0});
   v.push_back({.C = 256, .H = 14, .W = 14, .M = 256, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .residual = true,
                .act_min = 0});
+  // The fused walk (U in L2, V not: on 1-2 MB L2s): one-panel chunks across tile rows, a last
+  // chunk short, 2 K blocks, residual.
+  v.push_back({.C = 300, .H = 21, .W = 21, .M = 25, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .residual = true,
+               .act_min = 0});
   v.push_back({.C = 12, .H = 17, .W = 9, .M = 33, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .act_min = -0.5f,
                .act_max = 0.5f});
   v.push_back({.N = 2, .C = 10, .H = 16, .W = 16, .M = 12, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .residual = true});
@@ -443,6 +447,9 @@ TEST(F32Kernels, BlockingFollowsTheCachesWithoutChangingResults) {
       {.C = 256, .H = 28, .W = 28, .M = 128, .KH = 1, .KW = 1, .residual = true},
       {.C = 512, .H = 7, .W = 7, .M = 200, .KH = 1, .KW = 1, .act_min = 0},  // channels on the lanes
       {.C = 300, .H = 14, .W = 14, .M = 96, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}},  // 2 K blocks
+      // DenseNet's 128 -> 32 3x3, odd: Winograd's fused walk on 1-8 MB L2s (chunks of 1 to all
+      // panels), two-phase on 64 KB, so the two walks must agree to the byte.
+      {.C = 128, .H = 29, .W = 29, .M = 32, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .residual = true, .act_min = 0},
   };
   std::vector<CacheSizes> caches;
   // Tiny caches, a Xeon's (2 MB L2, 105 MB L3) and an oversized L2: the two ends of the blocking and
