@@ -124,7 +124,8 @@ class Conv2dWinogradF32 final : public Kernel {
       // is transformed by the thread whose GEMM share reads it (run_gemm_tasks: tile panels major,
       // split at the same panels), not channel by channel: V is 16 x C x tiles floats (1.8 MB for
       // ResNet's 128-channel 28 x 28 convs, whose 1 MB U keeps them two-phase on a 1 MB L2), and by
-      // channels half of each thread's V came from the other core. Each band copies its plane again (a few KB against V's 16 floats per tile).
+      // channels half of each thread's V came from the other core. Each band copies its plane again
+      // (a few KB against V's 16 floats per tile).
       const VView vv{v, p_.C * plan_.tpad, 0};
       const int64_t nb = std::min<int64_t>(pool.size(), np);
       pool.parallel_for(nb * p_.C, [&](int64_t t, int thread) {
