@@ -31,13 +31,15 @@ TEST(F32Avx512, MicroKernelsMatchScalarSums) {
       for (size_t kc : {1, 2, 3, 17, 64, 300})
         for (size_t nc : {size_t(1), size_t(7), size_t(15), size_t(16), size_t(17), size_t(nr - 1), size_t(nr)}) {
           if (nc > size_t(nr)) continue;
-          for (int variant = 0; variant < 4; ++variant) {
+          for (int variant = 0; variant < 5; ++variant) {
             std::vector<float> a(kc * mr), rb(mr), cb(nr), c(mr * ldc);
-            // B is 64-byte aligned in the drivers (packed panels): keep it so here.
-            std::vector<float, std::allocator<float>> bstore(kc * nr + 16);
-            float* b = bstore.data() + (16 - (reinterpret_cast<uintptr_t>(bstore.data()) / 4) % 16) % 16;
+            // B is 64-byte aligned in the drivers (packed panels): keep it so here. Variant 4 reads
+            // it in place (rows ldb apart, 4 bytes off alignment), as a 1x1 conv reads its input.
+            const size_t ldb = variant == 4 ? size_t(nr) + 5 : size_t(nr);
+            std::vector<float, std::allocator<float>> bstore(kc * ldb + 17);
+            float* b = bstore.data() + (16 - (reinterpret_cast<uintptr_t>(bstore.data()) / 4) % 16) % 16 + (variant == 4);
             for (float& v : a) v = d(rng);
-            for (size_t i = 0; i < kc * nr; ++i) b[i] = d(rng);
+            for (size_t i = 0; i < kc * ldb; ++i) b[i] = d(rng);
             for (float& v : rb) v = d(rng);
             for (float& v : cb) v = d(rng);
             for (float& v : c) v = d(rng);
@@ -53,6 +55,7 @@ TEST(F32Avx512, MicroKernelsMatchScalarSums) {
             // Prefetch hints (more lines than k steps: the rest are left) must not change results.
             std::vector<float> pf((2 * kc + 3) * 16);
             if (variant == 3) e.prefetch = pf.data(), e.prefetch_lines = 2 * kc + 3;
+            if (variant == 4) e.ldb = ldb;
             (nr == ks.nr ? ks.main : ks.tail)[mr](nc, kc, a.data(), b, c.data(), ldc, e);
             for (int r = 0; r < mr; ++r)
               for (size_t j = 0; j < ldc; ++j) {
@@ -62,7 +65,7 @@ TEST(F32Avx512, MicroKernelsMatchScalarSums) {
                   continue;
                 }
                 double want = 0;
-                for (size_t k = 0; k < kc; ++k) want += double(a[k * mr + r]) * b[k * nr + j];
+                for (size_t k = 0; k < kc; ++k) want += double(a[k * mr + r]) * b[k * ldb + j];
                 if (variant >= 1) want += double(c0[r * ldc + j]) + rb[r] + cb[j];
                 if (variant >= 2) want = std::min(std::max(want, -0.5), 0.25);
                 ASSERT_NEAR(got, want, 1e-5 * (1.0 + double(kc)))

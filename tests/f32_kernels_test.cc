@@ -239,6 +239,10 @@ std::vector<ConvCase> conv_cases() {
   v.push_back({.C = 256, .H = 56, .W = 56, .M = 64, .KH = 1, .KW = 1, .act_min = 0});
   v.push_back({.C = 1024, .H = 14, .W = 14, .M = 17, .KH = 1, .KW = 1, .bias = false});  // 3 K blocks
   v.push_back({.C = 512, .H = 28, .W = 28, .M = 128, .KH = 1, .KW = 1, .SH = 2, .SW = 2, .bias = false});
+  // 1x1 stride 1 unpadded reads B in place (full-width pixel panels; the last one packed): batch 2,
+  // two groups, a pixel count past whole panels (66 = 2 x 32 + 2), residual, 2 K blocks with SqueezeNet's M = 16.
+  v.push_back({.N = 2, .C = 34, .H = 6, .W = 11, .M = 26, .KH = 1, .KW = 1, .group = 2, .residual = true, .act_min = 0});
+  v.push_back({.C = 300, .H = 15, .W = 15, .M = 16, .KH = 1, .KW = 1, .residual = true});
   // 3x3, strides, padding (symmetric and asymmetric), tiny spatial sizes.
   for (int64_t S : {1, 2})
     for (auto pads : std::vector<std::vector<int64_t>>{{0, 0, 0, 0}, {1, 1, 1, 1}, {0, 1, 2, 1}, {2, 0, 1, 2}})

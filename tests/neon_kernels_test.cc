@@ -125,8 +125,10 @@ TEST(NeonF32, MicroKernelsMatchScalarSums) {
     for (int mr = 1; mr <= ks.mr; ++mr)
       for (size_t kc : {1, 2, 3, 17, 64})
         for (size_t nc : {size_t(1), size_t(3), size_t(4), size_t(nr - 1), size_t(nr)})
-          for (int variant = 0; variant < 3; ++variant) {
-            std::vector<float> a(kc * mr), b(kc * nr), rb(mr), cb(nr), c(mr * 40, 7.0f);
+          for (int variant = 0; variant < 4; ++variant) {
+            // Variant 3 reads B in place, rows ldb apart (an unpacked 1x1 conv input).
+            const size_t ldb = variant == 3 ? size_t(nr) + 3 : size_t(nr);
+            std::vector<float> a(kc * mr), b(kc * ldb), rb(mr), cb(nr), c(mr * 40, 7.0f);
             for (float& v : a) v = d(rng);
             for (float& v : b) v = d(rng);
             for (float& v : rb) v = d(rng);
@@ -140,7 +142,8 @@ TEST(NeonF32, MicroKernelsMatchScalarSums) {
               e.row_bias = rb.data();
               e.col_bias = cb.data();
             }
-            if (variant == 2) e.min = -0.5f, e.max = 0.25f;
+            if (variant >= 2) e.min = -0.5f, e.max = 0.25f;
+            if (variant == 3) e.ldb = ldb;
             (nr == ks.nr ? ks.main : ks.tail)[mr](nc, kc, a.data(), b.data(), c.data(), 40, e);
             for (int r = 0; r < mr; ++r)
               for (int j = 0; j < 40; ++j) {
@@ -150,9 +153,9 @@ TEST(NeonF32, MicroKernelsMatchScalarSums) {
                   continue;
                 }
                 double want = 0;
-                for (size_t k = 0; k < kc; ++k) want += double(a[k * mr + r]) * b[k * nr + j];
+                for (size_t k = 0; k < kc; ++k) want += double(a[k * mr + r]) * b[k * ldb + j];
                 if (variant >= 1) want += double(c0[r * 40 + j]) + rb[r] + cb[j];
-                if (variant == 2) want = std::min(std::max(want, -0.5), 0.25);
+                if (variant >= 2) want = std::min(std::max(want, -0.5), 0.25);
                 ASSERT_NEAR(got, want, 1e-5 * (1.0 + double(kc)))
                     << "mr " << mr << " nr " << nr << " kc " << kc << " nc " << nc << " variant " << variant;
               }

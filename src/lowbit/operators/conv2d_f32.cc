@@ -123,7 +123,11 @@ class Conv2dIgemmF32 final : public Kernel {
     // Few pixel blocks (small images): threads split the output channels instead, so pack the
     // whole image's B once up front rather than once per task.
     shared_floats_ = p.group * nkb_ * npanels * slot_;
-    shared_ = p.group * npb_ < 8 && shared_floats_ * 4 <= kSharedBBytes;
+    // A 1x1 stride-1 conv without padding reads B in place: row k of a pixel panel is input channel
+    // k's pixels [p0, p0 + nr), so the kernel takes the input with its row stride and only a panel
+    // narrower than nr (the image's last) is packed.
+    direct_ = p.KH == 1 && p.KW == 1 && p.SH == 1 && p.SW == 1 && !pad_;
+    shared_ = !direct_ && p.group * npb_ < 8 && shared_floats_ * 4 <= kSharedBBytes;
     fetch_workspace(std::max(threads, 1));  // warm it now, not in the first inference
   }
 
@@ -192,6 +196,9 @@ class Conv2dIgemmF32 final : public Kernel {
     return ws;
   }
 
+  // Whether pixel panel i is read in place (direct_: a full-width panel of a 1x1 stride-1 conv).
+  bool in_place(int64_t i) const { return direct_ && panels_[static_cast<size_t>(i)].nvalid == nr_; }
+
   // First output channel (within the group) of weight panel mp.
   int64_t panel_m0(int64_t mp) const { return Mg_ * mp / mpanels_; }
 
@@ -236,7 +243,8 @@ class Conv2dIgemmF32 final : public Kernel {
       const int64_t k0 = kb * kc_, kc = std::min(kc_, K_ - k0);
       const float* bblk;
       if (!shared_b) {
-        for (int64_t i = pan0; i < pan1; ++i) pack_panel(g, kb, i, x, bbuf + (i - pan0) * slot_);
+        for (int64_t i = pan0; i < pan1; ++i)
+          if (!in_place(i)) pack_panel(g, kb, i, x, bbuf + (i - pan0) * slot_);
         bblk = bbuf - pan0 * slot_;
       } else {
         bblk = shared_b + (g * nkb_ + kb) * npanels * slot_;
@@ -257,8 +265,10 @@ class Conv2dIgemmF32 final : public Kernel {
           e.row_bias = nullptr;
         }
         const F32GemmUkernel uk = (pan.nr == nr_ ? ks_.main : ks_.tail)[mr];
+        const bool direct = in_place(i);
+        e.ldb = direct ? static_cast<size_t>(OHW_) : 0;
         uk(static_cast<size_t>(pan.nvalid), static_cast<size_t>(kc), packed + weight_offset(g, k0, panel_m0(mp), kc),
-           bblk + i * slot_, c, static_cast<size_t>(OHW_), e);
+           direct ? x + (g * Cg_ + k0) * OHW_ + pan.p0 : bblk + i * slot_, c, static_cast<size_t>(OHW_), e);
       };
       // Weight panels in blocks of mcp_ (that block stays in L2) against each B panel (in L1).
       for (int64_t mb = mp0; mb < mp1; mb += mcp_) {
@@ -286,7 +296,7 @@ class Conv2dIgemmF32 final : public Kernel {
   std::vector<Panel> panels_;
   std::vector<F32Im2colRun> runs_;
   int64_t kc_ = 0, slot_ = 0, nkb_ = 0, ppb_ = 0, npb_ = 0, mpanels_ = 0, mcp_ = 0;
-  bool shared_ = false;
+  bool shared_ = false, direct_ = false;
   int64_t shared_floats_ = 0;
   PackedWeights packed_;
   Tensor bias_;

@@ -32,12 +32,13 @@ inline void gemm_tile(size_t nc, size_t kc, const float* __restrict a, const flo
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) acc[s][r][v] = _mm256_setzero_ps();
 
+  const size_t ldb = e.ldb ? e.ldb : NR;
   auto step = [&](int s) {
     // A (the weights, for conv) is read once per pass from memory: keep ~2 KB of it in flight.
     _mm_prefetch(reinterpret_cast<const char*>(a + 512), _MM_HINT_T0);
     __m256 bv[NV];
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) bv[v] = _mm256_load_ps(b + v * 8);
+    for (int v = 0; v < NV; ++v) bv[v] = _mm256_loadu_ps(b + v * 8);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m256 av = _mm256_broadcast_ss(a + r);
@@ -45,7 +46,7 @@ inline void gemm_tile(size_t nc, size_t kc, const float* __restrict a, const flo
       for (int v = 0; v < NV; ++v) acc[s][r][v] = _mm256_fmadd_ps(av, bv[v], acc[s][r][v]);
     }
     a += MR;
-    b += NR;
+    b += ldb;
   };
   size_t k = 0;
   if constexpr (kSets == 2) {

@@ -39,6 +39,9 @@ inline void gemm_tile(size_t nc, size_t kc, const float* __restrict a, const flo
   // The caller's lines (a separate instantiation, so tiles without them pay nothing).
   const char* pf = kPrefetch ? reinterpret_cast<const char*>(e.prefetch) : nullptr;
   const char* const pf_last = kPrefetch ? pf + 64 * (e.prefetch_lines - 1) : nullptr;  // then repeated: in range
+  // A packed B panel is prefetched 32 rows ahead; an unpacked one (rows ldb apart) one panel to
+  // the right, the next panel's same row: the tile after this one's channel panels needs it.
+  const size_t ldb = e.ldb ? e.ldb : NR, b_ahead = e.ldb ? NR : 32 * NR;
   auto step = [&](int s) {
     if constexpr (kPrefetch) {
       _mm_prefetch(pf, _MM_HINT_T1);
@@ -49,7 +52,7 @@ inline void gemm_tile(size_t nc, size_t kc, const float* __restrict a, const flo
     // step for A, each of B's lines); lines already cached make these no-ops.
     _mm_prefetch(reinterpret_cast<const char*>(a + 512), _MM_HINT_T0);
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) _mm_prefetch(reinterpret_cast<const char*>(b + 32 * NR + v * 16), _MM_HINT_T0);
+    for (int v = 0; v < NV; ++v) _mm_prefetch(reinterpret_cast<const char*>(b + b_ahead + v * 16), _MM_HINT_T0);
     __m512 bv[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + v * 16);
@@ -60,7 +63,7 @@ inline void gemm_tile(size_t nc, size_t kc, const float* __restrict a, const flo
       for (int v = 0; v < NV; ++v) acc[s][r][v] = _mm512_fmadd_ps(av, bv[v], acc[s][r][v]);
     }
     a += MR;
-    b += NR;
+    b += ldb;
   };
   size_t k = 0;
   if constexpr (kSets == 2) {

@@ -3,8 +3,10 @@
 //
 // A micro-kernel computes one MR x NR tile of C = A * B over kc steps:
 //   a: kc x MR (MR floats per k: one column of A^T per step), any alignment
-//   b: kc x NR (NR floats per k, zero padded past nc), 32-byte aligned
-//   acc[r][j] = sum_k a[k*MR + r] * b[k*NR + j] + init[r*ld_init + j] + row_bias[r] + col_bias[j]
+//   b: kc x NR (NR floats per k, zero padded past nc), 32-byte aligned; or, with e.ldb set, rows
+//      ldb floats apart, any alignment, every one of the NR columns readable (an unpacked 1x1 conv
+//      input read in place)
+//   acc[r][j] = sum_k a[k*MR + r] * b[k*ldb + j] + init[r*ld_init + j] + row_bias[r] + col_bias[j]
 //   c[r*ldc + j] = min(max(acc, min), max) for r < MR, j < nc (nc <= NR; columns past nc untouched)
 // `init` may alias `c` (accumulating over K blocks). Every term is optional (nullptr).
 #include <cstddef>
@@ -25,6 +27,8 @@ struct F32GemmEpilogue {
   // reuse the current one. Kernels may ignore it.
   const float* prefetch = nullptr;
   size_t prefetch_lines = 0;
+  // B's row stride in floats; 0: NR (a packed panel).
+  size_t ldb = 0;
 };
 
 using F32GemmUkernel = void (*)(size_t nc, size_t kc, const float* a, const float* b, float* c, size_t ldc,

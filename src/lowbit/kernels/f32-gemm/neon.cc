@@ -49,6 +49,7 @@ inline void gemm_tile(size_t nc, size_t kc, const float* __restrict a, const flo
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[s][r][v] = vdupq_n_f32(0.0f);
 
+  const size_t ldb = e.ldb ? e.ldb : NR;
   auto step = [&](int s) {
     __builtin_prefetch(a + 384);  // A (the weights, for conv) streams from memory once per pass
     float32x4_t bv[NV], av[NA];
@@ -61,7 +62,7 @@ inline void gemm_tile(size_t nc, size_t kc, const float* __restrict a, const flo
     }
     fma_rows<MR, NV>(acc[s], bv, av, std::make_integer_sequence<int, MR>());
     a += MR;
-    b += NR;
+    b += ldb;
   };
   size_t k = 0;
   if constexpr (kSets == 2) {
