@@ -20,6 +20,9 @@ class Pool2dF32 final : public Kernel {
              z(p.SH), z(p.SW), z(p.DH),      z(p.DW),       z(p.OH), z(p.OW)};
     row_floats_ = p.OH > 0 && p.OW > 0 ? 2 * static_cast<int64_t>(f32_pool_row_floats(geom_)) : 0;
     ops::per_thread_workspace(threads, row_floats_);  // warm it now, not in the first inference
+    // Planes per task: about 8K inputs each, so small maps (SqueezeNet's 256 x 27 x 27) do not pay
+    // a task per plane.
+    ppt_ = std::clamp<int64_t>((8 << 10) / std::max<int64_t>(1, p.H * p.W), 1, 64);
     if (!is_max) {
       inv_h_ = inverse_counts(p.OH, p.H, p.KH, p.SH, p.DH, p.pad_top, p.pad_bottom);
       inv_w_ = inverse_counts(p.OW, p.W, p.KW, p.SW, p.DW, p.pad_left, p.pad_right);
@@ -31,13 +34,16 @@ class Pool2dF32 final : public Kernel {
     float* const* rows = ops::per_thread_workspace(pool.size(), row_floats_);
     const float* x = in[0].as<float>();
     float* y = out[0].as<float>();
-    pool.parallel_for(p_.N * p_.C, [&](int64_t plane_index, int thread) {
-      const float* src = x + plane_index * p_.H * p_.W;
-      float* dst = y + plane_index * p_.OH * p_.OW;
-      if (max_)
-        ks_.maxpool(src, geom_, rows[thread], dst);
-      else
-        ks_.avgpool(src, geom_, inv_h_.data(), inv_w_.data(), rows[thread], dst);
+    const int64_t planes = p_.N * p_.C;
+    pool.parallel_for(ops::ceil_div(planes, ppt_), [&](int64_t t, int thread) {
+      for (int64_t plane_index = t * ppt_; plane_index < std::min(planes, (t + 1) * ppt_); ++plane_index) {
+        const float* src = x + plane_index * p_.H * p_.W;
+        float* dst = y + plane_index * p_.OH * p_.OW;
+        if (max_)
+          ks_.maxpool(src, geom_, rows[thread], dst);
+        else
+          ks_.avgpool(src, geom_, inv_h_.data(), inv_w_.data(), rows[thread], dst);
+      }
     });
   }
 
@@ -61,7 +67,7 @@ class Pool2dF32 final : public Kernel {
   Pool2dParams p_;
   bool max_;
   F32PoolKernels ks_;
-  int64_t row_floats_ = 0;
+  int64_t row_floats_ = 0, ppt_ = 1;
   F32PoolGeometry geom_{};
   std::vector<float> inv_h_, inv_w_;
 };

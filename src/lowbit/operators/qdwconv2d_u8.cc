@@ -41,6 +41,8 @@ class QDwConv2d final : public Kernel {
     }
     scratch_floats_ = static_cast<int64_t>((plan_.scratch_bytes() + 63) / 4 + 16);
     ops::per_thread_workspace(ctx.threads, scratch_floats_);  // warm it now, not in the first inference
+    // Planes per task: about 8K outputs each, so MobileNetV2's 960 planes of 7 x 7 do not pay a task each.
+    ppt_ = std::clamp<int64_t>((8 << 10) / std::max<int64_t>(1, p.OH * p.OW), 1, 64);
   }
 
   int64_t packed_weight_bytes() const override {
@@ -54,11 +56,13 @@ class QDwConv2d final : public Kernel {
     uint8_t* y = out[0].as<uint8_t>();
     const int64_t HW = p_.H * p_.W, OHW = p_.OH * p_.OW;
     const size_t ng = plan_.ngroups;
-    pool.parallel_for(p_.N * p_.C, [&](int64_t nc, int thread) {
-      const size_t c = static_cast<size_t>(nc % p_.C);
+    const int64_t planes = p_.N * p_.C;
+    pool.parallel_for(ops::ceil_div(planes, ppt_), [&](int64_t t, int thread) {
       // 64-byte aligned inside the slot (a Tensor's data is at least 16-byte aligned).
       auto* slot = reinterpret_cast<uint8_t*>(slots[thread]);
       void* scratch = slot + ((64 - reinterpret_cast<uintptr_t>(slot) % 64) % 64);
+      for (int64_t nc = t * ppt_; nc < std::min(planes, (t + 1) * ppt_); ++nc) {
+      const size_t c = static_cast<size_t>(nc % p_.C);
       Qu8GemmEpilogue e;
       e.scale = rq_.scale.data() + c;
       e.bias = rq_.bias.data() + c;
@@ -70,6 +74,7 @@ class QDwConv2d final : public Kernel {
       e.qmax = rq_.qmax;
       e.zp_y = rq_.zp_y;
       k_.plane(x + nc * HW, plan_, words_.data() + c * ng, init_[c], y + nc * OHW, e, scratch);
+      }
     });
   }
 
@@ -79,7 +84,7 @@ class QDwConv2d final : public Kernel {
   ops::Requant rq_;
   Qu8DwPlan plan_;
   std::vector<int32_t> words_, init_;
-  int64_t scratch_floats_ = 0;
+  int64_t scratch_floats_ = 0, ppt_ = 1;
 };
 
 }  // namespace
