@@ -107,8 +107,11 @@ class Conv2dWinogradF32 final : public Kernel {
         // Fused: per chunk of tile panels (in image order, so a thread's share is a band of the
         // image), the input transform of every channel into the thread's V chunk, then every
         // channel panel's GEMMs and output transforms on it while it is in L2.
-        pool.parallel_for(ceil_div(np, chunk_panels_), [&](int64_t t, int thread) {
-          const int64_t pi0 = t * chunk_panels_, pi1 = std::min(np, pi0 + chunk_panels_);
+        // Chunks of at most chunk_panels_, as many per thread (SqueezeNet's 16 -> 64 at 55 x 55 has
+        // 25 panels: chunks of 8 gave one thread 16 of them, the other 9; 4 chunks of 6-7 split 12 / 13).
+        const int64_t nchunks = std::min(np, pool.size() * ceil_div(np, pool.size() * chunk_panels_));
+        pool.parallel_for(nchunks, [&](int64_t t, int thread) {
+          const int64_t pi0 = np * t / nchunks, pi1 = np * (t + 1) / nchunks;
           const Panel& last = plan_.panels[static_cast<size_t>(pi1 - 1)];
           const int64_t base0 = plan_.panels[static_cast<size_t>(pi0)].base;
           const VView vv{scratch[thread], p_.C * (last.base + last.width - base0), base0};
