@@ -541,7 +541,7 @@ class DwConv2dF32 final : public Kernel {
     nflat_ = ceil_div(p.OH * Wp, lanes) * lanes;
     src_floats_ = std::max(p.SH * p.SW * Hp * Wp, max_off + nflat_) + 16;
     // Channels per task: about 16K outputs each, so 7x7 maps do not pay a task per plane.
-    cpt_ = std::clamp<int64_t>((16 << 10) / std::max<int64_t>(1, p.OH * p.OW), 1, 64);
+    cpt_ = ops::planes_per_task(p.OH * p.OW, 16 << 10);
     if (ks.direct && p.SH == 1 && p.SW == 1 && p.OH == p.H && p.OW == p.W &&
         static_cast<size_t>(p.H * p.W) <= ks.direct_max_n) {
       plan_direct(p, lanes);

@@ -101,4 +101,10 @@ inline int64_t row_blocks(int64_t rows, int threads) { return std::min<int64_t>(
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Planes per task for a driver parallel over (image, channel) planes: about `elems` elements a
+// task, at most 64 planes, so small maps (7 x 7, 27 x 27) do not pay a task per plane.
+inline int64_t planes_per_task(int64_t plane_elems, int64_t elems) {
+  return std::clamp<int64_t>(elems / std::max<int64_t>(1, plane_elems), 1, 64);
+}
+
 }  // namespace lowbit::ops

@@ -22,7 +22,7 @@ class Pool2dF32 final : public Kernel {
     ops::per_thread_workspace(threads, row_floats_);  // warm it now, not in the first inference
     // Planes per task: about 8K inputs each, so small maps (SqueezeNet's 256 x 27 x 27) do not pay
     // a task per plane.
-    ppt_ = std::clamp<int64_t>((8 << 10) / std::max<int64_t>(1, p.H * p.W), 1, 64);
+    ppt_ = ops::planes_per_task(p.H * p.W, 8 << 10);
     if (!is_max) {
       inv_h_ = inverse_counts(p.OH, p.H, p.KH, p.SH, p.DH, p.pad_top, p.pad_bottom);
       inv_w_ = inverse_counts(p.OW, p.W, p.KW, p.SW, p.DW, p.pad_left, p.pad_right);

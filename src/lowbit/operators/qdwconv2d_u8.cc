@@ -42,7 +42,7 @@ class QDwConv2d final : public Kernel {
     scratch_floats_ = static_cast<int64_t>((plan_.scratch_bytes() + 63) / 4 + 16);
     ops::per_thread_workspace(ctx.threads, scratch_floats_);  // warm it now, not in the first inference
     // Planes per task: about 8K outputs each, so MobileNetV2's 960 planes of 7 x 7 do not pay a task each.
-    ppt_ = std::clamp<int64_t>((8 << 10) / std::max<int64_t>(1, p.OH * p.OW), 1, 64);
+    ppt_ = ops::planes_per_task(p.OH * p.OW, 8 << 10);
   }
 
   int64_t packed_weight_bytes() const override {
@@ -62,18 +62,18 @@ class QDwConv2d final : public Kernel {
       auto* slot = reinterpret_cast<uint8_t*>(slots[thread]);
       void* scratch = slot + ((64 - reinterpret_cast<uintptr_t>(slot) % 64) % 64);
       for (int64_t nc = t * ppt_; nc < std::min(planes, (t + 1) * ppt_); ++nc) {
-      const size_t c = static_cast<size_t>(nc % p_.C);
-      Qu8GemmEpilogue e;
-      e.scale = rq_.scale.data() + c;
-      e.bias = rq_.bias.data() + c;
-      e.res = res ? res + nc * OHW : nullptr;
-      e.ld_res = static_cast<size_t>(p_.OW);
-      e.res_scale = rq_.res_scale;
-      e.res_zp = rq_.res_zp;
-      e.qmin = rq_.qmin;
-      e.qmax = rq_.qmax;
-      e.zp_y = rq_.zp_y;
-      k_.plane(x + nc * HW, plan_, words_.data() + c * ng, init_[c], y + nc * OHW, e, scratch);
+        const size_t c = static_cast<size_t>(nc % p_.C);
+        Qu8GemmEpilogue e;
+        e.scale = rq_.scale.data() + c;
+        e.bias = rq_.bias.data() + c;
+        e.res = res ? res + nc * OHW : nullptr;
+        e.ld_res = static_cast<size_t>(p_.OW);
+        e.res_scale = rq_.res_scale;
+        e.res_zp = rq_.res_zp;
+        e.qmin = rq_.qmin;
+        e.qmax = rq_.qmax;
+        e.zp_y = rq_.zp_y;
+        k_.plane(x + nc * HW, plan_, words_.data() + c * ng, init_[c], y + nc * OHW, e, scratch);
       }
     });
   }
