@@ -15,6 +15,7 @@
 #include "lowbit/kernels/reference/reference.h"
 #include "lowbit/runtime/thread_pool.h"
 #include "dwconv_lanes_check.h"
+#include "dwconv_s2_check.h"
 
 namespace lowbit {
 namespace {
@@ -341,6 +342,12 @@ std::vector<ConvCase> depthwise_cases() {
                .group = 32,
                .act_min = 0,
                .act_max = 6});
+  // Stride 2 onto rows of several vectors (the direct stride-2 path on AVX-512): MobileNet's 112 ->
+  // 56 with ReLU6, an odd 5x5 with a residual over a batch of 2 (task runs cross images).
+  v.push_back({.C = 6, .H = 112, .W = 112, .M = 6, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .pads = {1, 1, 1, 1},
+               .group = 6, .act_min = 0, .act_max = 6});
+  v.push_back({.N = 2, .C = 7, .H = 61, .W = 75, .M = 7, .KH = 5, .KW = 5, .SH = 2, .SW = 2, .pads = {2, 2, 2, 2},
+               .group = 7, .residual = true});
   v.push_back({.C = 17, .H = 1, .W = 1, .M = 17, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .group = 17});
   v.push_back({.C = 3,
                .H = 2,
@@ -500,17 +507,23 @@ TEST(F32Kernels, ConvWinogradChecksGiveReasons) {
   EXPECT_EQ(check({.C = 4, .H = 16, .W = 16, .M = 8, .KH = 3, .KW = 3, .pads = p1}), "4 input channels, needs 8");
 }
 
-// The direct path (stride 1, "same" padding: the unpadded plane read with masked loads) against
-// the zero-padded plane summed tap by tap with fmaf, residual added, then clamped with maxps /
-// minps order: bit for bit, with inf, NaN, -0 and huge values in the input and weights, so the
-// masked lanes must give fma(w, 0, acc), not skip the tap and not read the neighbour row.
-TEST(F32Kernels, DwconvDirectIsThePaddedPlane) {
+// The depthwise sets with masked loads (the direct paths) that this host runs.
+std::vector<const F32DwconvKernels*> masked_load_dwconv_sets() {
   std::vector<const F32DwconvKernels*> sets;
 #if defined(__x86_64__)
   const Target host = host_target();
   if (host.has(Feature::avx2) && host.has(Feature::fma)) sets.push_back(f32_dwconv_avx2());
   if (host.has(Feature::avx512f) && host.has(Feature::avx512bw)) sets.push_back(f32_dwconv_avx512());
 #endif
+  return sets;
+}
+
+// The direct path (stride 1, "same" padding: the unpadded plane read with masked loads) against
+// the zero-padded plane summed tap by tap with fmaf, residual added, then clamped with maxps /
+// minps order: bit for bit, with inf, NaN, -0 and huge values in the input and weights, so the
+// masked lanes must give fma(w, 0, acc), not skip the tap and not read the neighbour row.
+TEST(F32Kernels, DwconvDirectIsThePaddedPlane) {
+  const std::vector<const F32DwconvKernels*> sets = masked_load_dwconv_sets();
   if (sets.empty()) GTEST_SKIP() << "no depthwise set with masked loads on this host";
   struct Geo {
     int64_t H, W, KH, KW, D, pt, pl;
@@ -587,6 +600,16 @@ TEST(F32Kernels, DwconvDirectIsThePaddedPlane) {
     }
   EXPECT_GT(plain_seen, 0u);
   EXPECT_GT(masked_seen, 0u);
+}
+
+// The stride-2 direct path of every set with masked loads, bit for bit (dwconv_s2_check.h).
+TEST(F32Kernels, DwconvDirectS2IsThePaddedPlane) {
+  const std::vector<const F32DwconvKernels*> sets = masked_load_dwconv_sets();
+  if (sets.empty()) GTEST_SKIP() << "no depthwise set with masked loads on this host";
+  for (const F32DwconvKernels* k : sets) {
+    SCOPED_TRACE(k->isa);
+    dwconv_check::check_dwconv_direct_s2(*k);
+  }
 }
 
 TEST(F32Kernels, ConvDepthwise) {

@@ -11,6 +11,7 @@
 #include "lowbit/kernels/f32-dwconv/f32_dwconv.h"
 #include "lowbit/target/target.h"
 #include "../dwconv_lanes_check.h"
+#include "../dwconv_s2_check.h"
 
 namespace lowbit {
 namespace {
@@ -84,6 +85,12 @@ TEST(DwconvSimde, Avx512DirectIsThePaddedPlane) {
     ASSERT_EQ(y[q], std::min(1.5f, std::max(-1.0f, acc + res[q]))) << "q " << q;
   }
   for (int64_t i = n; i < n + 16; ++i) ASSERT_EQ(y[i], 7.0f) << "wrote past the plane";
+}
+
+// The stride-2 direct path (dwconv_s2_check.h): masked load pairs, deinterleaves, rows outside.
+TEST(DwconvSimde, Avx512DirectS2IsThePaddedPlane) {
+  if (!host_target().has(Feature::avx2)) GTEST_SKIP() << "this build of the emulation uses AVX2 + FMA";
+  dwconv_check::check_dwconv_direct_s2(*simde_emulated::f32_dwconv_avx512());
 }
 
 // Channels on the lanes (dwconv_lanes_check.h): the 16 x 16 transposes and the masked tails.

@@ -522,6 +522,8 @@ bool use_channels_on_lanes(const Conv2dParams& p, const F32GemmKernels& ks) {
 // ISA has masked loads, skips the split and the store: `direct` reads the unpadded plane in place
 // with each tap's lanes masked to the plane and writes the output with residual and clamp from
 // registers (the same bits: the masked lanes add fma(w, 0, acc), as the padding's zeros do).
+// Stride 2 with a 3x3 or 5x5 kernel likewise skips them where the ISA's `direct_s2` pays
+// (AVX-512): masked load pairs deinterleaved into the even and odd taps.
 class DwConv2dF32 final : public Kernel {
  public:
   DwConv2dF32(const Conv2dParams& p, const float* w, const float* bias, int threads, const Target& target,
@@ -554,6 +556,14 @@ class DwConv2dF32 final : public Kernel {
       plan_direct(p, lanes);
       return;
     }
+    if (ks.direct_s2 && p.SH == 2 && p.SW == 2 && p.DH == 1 && p.DW == 1 && p.KH == p.KW &&
+        (p.KH == 3 || p.KH == 5) &&
+        static_cast<size_t>(p.OH * p.OW) <= ks.direct_s2_max_n) {
+      const auto u = [](int64_t v) { return static_cast<size_t>(v); };
+      s2_ = f32_dwconv_s2_plan(u(p.H), u(p.W), u(p.OH), u(p.OW), u(p.KH), u(p.KW), u(p.pad_top), u(p.pad_left),
+                               ks.lanes, s2_masks_);
+      return;
+    }
     ops::per_thread_workspace(threads, src_floats_ + nflat_);  // warm it now, not in the first inference
   }
 
@@ -576,6 +586,20 @@ class DwConv2dF32 final : public Kernel {
                      weights_.data<float>() + c * taps_, static_cast<size_t>(taps_), bias_.data<float>() + c,
                      static_cast<size_t>(OHW),
                      static_cast<size_t>(k), res ? res + nc * OHW : nullptr, p_.act_min, p_.act_max, y + nc * OHW);
+          post_(y + nc * OHW, k * OHW);  // the planes just written, in L1 or L2
+          nc += k;
+        }
+      });
+      return;
+    }
+    if (!s2_masks_.empty()) {
+      pool.parallel_for(tasks, [&](int64_t t, int) {
+        const int64_t end = std::min(planes, (t + 1) * cpt_);
+        for (int64_t nc = t * cpt_; nc < end;) {
+          const int64_t c = nc % p_.C, k = std::min(end - nc, p_.C - c);  // never across images
+          ks_.direct_s2(x + nc * p_.H * p_.W, s2_, s2_masks_.data(), weights_.data<float>() + c * taps_,
+                        bias_.data<float>() + c, static_cast<size_t>(k), res ? res + nc * OHW : nullptr, p_.act_min,
+                        p_.act_max, y + nc * OHW);
           post_(y + nc * OHW, k * OHW);  // the planes just written, in L1 or L2
           nc += k;
         }
@@ -627,6 +651,8 @@ class DwConv2dF32 final : public Kernel {
   }
 
   int64_t taps_ = 0, nflat_ = 0, src_floats_ = 0, cpt_ = 1;
+  F32DwconvS2Geometry s2_{};        // direct_s2 only (f32_dwconv_s2_plan)
+  std::vector<uint16_t> s2_masks_;  // direct_s2 only: [vector of a row][column pair][half]; empty: not taken
   F32DwconvSplit split_{};  // the phase planes' geometry (Hp x Wp each)
   std::vector<int32_t> off_;  // per tap: into the phase planes, or (direct) into the unpadded plane
   std::vector<uint16_t> masks_;  // direct only: [tap][vector] lanes inside the plane; empty: split path

@@ -9,6 +9,7 @@
 #include "lowbit/kernels/f32-dwconv/f32_dwconv_inl.h"
 
 namespace LOWBIT_KERNEL_NS {
-// The direct path on every plane: masked loads cost what plain ones do (README.md).
-LOWBIT_F32_DWCONV_KERNELS(avx512, simd::Avx512F, SIZE_MAX)
+// The direct paths, stride 1 and stride 2, on every plane: masked loads cost what plain ones do
+// (README.md).
+LOWBIT_F32_DWCONV_KERNELS(avx512, simd::Avx512F, SIZE_MAX, SIZE_MAX)
 }  // namespace LOWBIT_KERNEL_NS

@@ -9,6 +9,7 @@
 // The Wp - OW columns past each row's end are computed and dropped by the store.
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #ifndef LOWBIT_KERNEL_NS
 #define LOWBIT_KERNEL_NS lowbit
@@ -27,6 +28,14 @@ struct F32DwconvSplit {
 // an OH x OW output plane each.
 struct F32DwconvLanesGeometry {
   size_t H, W, OH, OW, KH, KW, SH, SW, DH, DW, pad_top, pad_left, PH, PW;
+};
+
+// The stride-2 direct path (`direct_s2`): an H x W input plane read in place, an OH x OW output
+// plane, a KH x KW kernel at stride 2 and dilation 1, padding pad_top / pad_left (any bottom / right
+// padding is implied by OH, OW). nvr: vectors per output row (OW rounded up to lanes); npairs:
+// column pairs per kernel row, (KW + 1) / 2.
+struct F32DwconvS2Geometry {
+  size_t H, W, OH, OW, KH, KW, pad_top, pad_left, nvr, npairs;
 };
 
 struct F32DwconvKernels {
@@ -55,6 +64,18 @@ struct F32DwconvKernels {
   void (*direct)(const float* x, const int32_t* off, const uint16_t* masks, const uint32_t* order, size_t n_plain,
                  const float* w, size_t taps, const float* bias, size_t n, size_t planes, const float* res, float lo,
                  float hi, float* y);
+  // Stride 2 in both axes, a 3x3 or 5x5 kernel (the sizes it is unrolled for; it writes nothing
+  // for others), where the ISA has masked loads (null elsewhere): no split and no store
+  // pass. For `planes` consecutive planes (x advances by H * W, y and res by OH * OW, w by KH * KW,
+  // bias by 1), y[oh][ow] = min(max(bias + sum_t w[t] * x[2 oh + kh - pad_top][2 ow + kw - pad_left]
+  // + res[oh][ow], lo), hi), the taps t = kh * KW + kw in order, with 0 for the positions outside
+  // the plane: fma(w, 0, acc) there, so the bits are those of split + flat + store. Each kernel row
+  // reads 2 * lanes consecutive input floats per output vector and column pair p (ow0 = lanes * j,
+  // from column 2 * ow0 + 2p - pad_left) and deinterleaves them into the even (kw = 2p) and odd
+  // (kw = 2p + 1) taps; masks[(j * npairs + p) * 2 + h] has bit i set where float h * lanes + i of
+  // those lies inside the row (0 <= column < W). Rows outside the plane are not read.
+  void (*direct_s2)(const float* x, const F32DwconvS2Geometry& g, const uint16_t* masks, const float* w,
+                    const float* bias, size_t planes, const float* res, float lo, float hi, float* y);
   // Channels on the lanes, for one group of cn <= lanes channels: x holds their cn input planes
   // (H * W floats each, consecutive), y their output planes (OH * OW each), res the residual's
   // (like y, or null). w holds the group's weights tap-major, lanes floats a tap (w[t * lanes + c],
@@ -73,6 +94,8 @@ struct F32DwconvKernels {
   // The largest plane (H * W) that `direct` pays on (README.md: AVX2's vmaskmovps and its mask
   // setup cost more than the split above 14x14; AVX-512's masked loads are plain loads).
   size_t direct_max_n;
+  // The largest output plane (OH * OW) that `direct_s2` is taken for (0: never; README.md).
+  size_t direct_s2_max_n;
 };
 
 // The order `direct` takes its nvec vectors in, from its masks ([tap][vector], `lanes` bits
@@ -95,6 +118,23 @@ inline size_t f32_dwconv_direct_order(const uint16_t* masks, size_t taps, size_t
   for (size_t j = 0, k = first; j < nvec; ++j)
     if (!plain(j)) order[k++] = static_cast<uint32_t>(j);
   return 2 * first >= nvec ? first : 0;
+}
+
+// The stride-2 direct path's geometry for a KH x KW kernel (3x3 or 5x5) and its masks (`direct_s2`):
+// per output vector of a row and column pair, the floats of its two loads that lie inside the row.
+inline F32DwconvS2Geometry f32_dwconv_s2_plan(size_t H, size_t W, size_t OH, size_t OW, size_t KH, size_t KW,
+                                              size_t pad_top, size_t pad_left, size_t lanes,
+                                              std::vector<uint16_t>& masks) {
+  const size_t nvr = (OW + lanes - 1) / lanes, npairs = (KW + 1) / 2;
+  masks.assign(nvr * npairs * 2, 0);
+  for (size_t j = 0; j < nvr; ++j)
+    for (size_t p = 0; p < npairs; ++p)
+      for (size_t i = 0; i < 2 * lanes; ++i) {
+        const ptrdiff_t col = static_cast<ptrdiff_t>(2 * lanes * j + 2 * p + i) - static_cast<ptrdiff_t>(pad_left);
+        if (col >= 0 && col < static_cast<ptrdiff_t>(W))
+          masks[(j * npairs + p) * 2 + i / lanes] |= static_cast<uint16_t>(1u << (i % lanes));
+      }
+  return {H, W, OH, OW, KH, KW, pad_top, pad_left, nvr, npairs};
 }
 
 }  // namespace lowbit

@@ -182,6 +182,92 @@ void direct(const float* x, const int32_t* off, const uint16_t* masks, const uin
                         res ? res + c * n : nullptr, vlo, vhi, y + c * n);
 }
 
+// NV output vectors of one plane at stride 2 (f32_dwconv.h, `direct_s2`): vectors k0 .. k0 + NV
+// of the plane's OH * nvr, row-major, so a block spans output rows where rows are short (a 28-wide
+// row is two zmm: 8 chains come from 4 rows). Per kernel row and column pair, one masked load pair
+// and one deinterleave feed the even and the odd tap; the taps in order, then residual and clamp.
+// The masks are read from memory as they are used (a mask moved from a general register takes the
+// shuffle port the deinterleave needs), and a row outside the plane is the zero vector, not loaded.
+template <class V, int NV, size_t K>
+inline void s2_block(const float* x, const ::lowbit::F32DwconvS2Geometry& g, const uint16_t* masks, const float* w,
+                     float bias, size_t k0, const float* res, typename V::Vec vlo, typename V::Vec vhi, float* y) {
+  constexpr size_t L = V::kLanes;
+  const ptrdiff_t W = static_cast<ptrdiff_t>(g.W);
+  typename V::Vec acc[NV];
+  ptrdiff_t row0[NV];      // the input row of kernel row 0
+  const float* base[NV];   // input row 0's column of the vector's first tap (not read unless in the row)
+  const uint16_t* mk[NV];  // the vector's masks: [column pair][half]
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) {
+    const size_t oh = (k0 + static_cast<size_t>(v)) / g.nvr, j = (k0 + static_cast<size_t>(v)) % g.nvr;
+    acc[v] = V::set1(bias);
+    row0[v] = static_cast<ptrdiff_t>(2 * oh) - static_cast<ptrdiff_t>(g.pad_top);
+    base[v] = x + (static_cast<ptrdiff_t>(2 * L * j) - static_cast<ptrdiff_t>(g.pad_left));
+    mk[v] = masks + 2 * j * ((K + 1) / 2);
+  }
+  const typename V::Vec zero = V::set1(0.0f);
+  constexpr size_t npairs = (K + 1) / 2;
+  for (size_t kh = 0; kh < K; ++kh) {
+    const float* wr = w + kh * K;
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      const ptrdiff_t ih = row0[v] + static_cast<ptrdiff_t>(kh);
+      const bool in = ih >= 0 && ih < static_cast<ptrdiff_t>(g.H);
+      const float* s = base[v] + (in ? ih * W : 0);
+#pragma GCC unroll 4
+      for (size_t p = 0; p < npairs; ++p) {
+        typename V::Vec e = zero, o = zero;
+        if (in) V::deinterleave(V::load_lanes(s + 2 * p, mk[v][2 * p]), V::load_lanes(s + 2 * p + L, mk[v][2 * p + 1]), e, o);
+        acc[v] = V::fma(V::set1(wr[2 * p]), e, acc[v]);
+        if (2 * p + 1 < K) acc[v] = V::fma(V::set1(wr[2 * p + 1]), o, acc[v]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) {
+    const size_t oh = (k0 + static_cast<size_t>(v)) / g.nvr, ow = L * ((k0 + static_cast<size_t>(v)) % g.nvr);
+    const size_t n = g.OW - ow < L ? g.OW - ow : L, q = oh * g.OW + ow;
+    typename V::Vec r = res ? V::add(acc[v], load_k<V>(res + q, n)) : acc[v];
+    store_k<V>(y + q, V::min(vhi, V::max(vlo, r)), n);
+  }
+}
+
+// planes consecutive planes at stride 2, a K x K kernel: each plane's OH * nvr vectors in blocks of
+// 8 (8 chains: two FMA pipes of 4-cycle latency), the rest as one block.
+template <class V, size_t K>
+void direct_s2_k(const float* x, const ::lowbit::F32DwconvS2Geometry& g, const uint16_t* masks, const float* w,
+                 const float* bias, size_t planes, const float* res, float lo, float hi, float* y) {
+  const typename V::Vec vlo = V::set1(lo), vhi = V::set1(hi);
+  const size_t n_in = g.H * g.W, n_out = g.OH * g.OW, nv = g.OH * g.nvr;
+  for (size_t c = 0; c < planes; ++c) {
+    const float* xc = x + c * n_in;
+    const float* rc = res ? res + c * n_out : nullptr;
+    const float* wc = w + c * K * K;
+    float* yc = y + c * n_out;
+    size_t k = 0;
+    for (; k + 8 <= nv; k += 8) s2_block<V, 8, K>(xc, g, masks, wc, bias[c], k, rc, vlo, vhi, yc);
+    switch (nv - k) {
+      case 7: s2_block<V, 7, K>(xc, g, masks, wc, bias[c], k, rc, vlo, vhi, yc); break;
+      case 6: s2_block<V, 6, K>(xc, g, masks, wc, bias[c], k, rc, vlo, vhi, yc); break;
+      case 5: s2_block<V, 5, K>(xc, g, masks, wc, bias[c], k, rc, vlo, vhi, yc); break;
+      case 4: s2_block<V, 4, K>(xc, g, masks, wc, bias[c], k, rc, vlo, vhi, yc); break;
+      case 3: s2_block<V, 3, K>(xc, g, masks, wc, bias[c], k, rc, vlo, vhi, yc); break;
+      case 2: s2_block<V, 2, K>(xc, g, masks, wc, bias[c], k, rc, vlo, vhi, yc); break;
+      case 1: s2_block<V, 1, K>(xc, g, masks, wc, bias[c], k, rc, vlo, vhi, yc); break;
+      default: break;
+    }
+  }
+}
+
+// The kernel sizes MobileNet / EfficientNet / MnasNet use, each unrolled (a runtime tap loop cost
+// more than the arithmetic); the driver takes the split path for the others.
+template <class V>
+void direct_s2(const float* x, const ::lowbit::F32DwconvS2Geometry& g, const uint16_t* masks, const float* w,
+               const float* bias, size_t planes, const float* res, float lo, float hi, float* y) {
+  if (g.KH == 3 && g.KW == 3) return direct_s2_k<V, 3>(x, g, masks, w, bias, planes, res, lo, hi, y);
+  if (g.KH == 5 && g.KW == 5) return direct_s2_k<V, 5>(x, g, masks, w, bias, planes, res, lo, hi, y);
+}
+
 // y[oh][ow] = min(max(flat[oh * ld + ow] + res[oh][ow], lo), hi): whole vectors, then lanes.
 template <class V>
 void store_rows(const float* flat, size_t ld, size_t oh_n, size_t ow_n, const float* res, float lo, float hi,
@@ -373,7 +459,7 @@ void lanes_group(const float* x, size_t cn, const ::lowbit::F32DwconvLanesGeomet
 }  // namespace LOWBIT_KERNEL_NS::dwconv
 
 // Each ISA file's two functions and its set from its traits type V.
-#define LOWBIT_F32_DWCONV_KERNELS(ISA, V, DIRECT_MAX_N)                                                                         \
+#define LOWBIT_F32_DWCONV_KERNELS(ISA, V, DIRECT_MAX_N, S2_MAX_N)                                                                       \
   void f32_dwconv_flat__##ISA(const float* src, const int32_t* off, const float* w, size_t taps, float bias,       \
                               size_t n, float* out) {                                                             \
     ::LOWBIT_KERNEL_NS::dwconv::flat<V>(src, off, w, taps, bias, n, out);                                         \
@@ -390,6 +476,11 @@ void lanes_group(const float* x, size_t cn, const ::lowbit::F32DwconvLanesGeomet
                                 size_t planes, const float* res, float lo, float hi, float* y) {                  \
     ::LOWBIT_KERNEL_NS::dwconv::direct<V>(x, off, masks, order, n_plain, w, taps, bias, n, planes, res, lo, hi, y); \
   }                                                                                                               \
+  void f32_dwconv_direct_s2__##ISA(const float* x, const ::lowbit::F32DwconvS2Geometry& g, const uint16_t* masks, \
+                                   const float* w, const float* bias, size_t planes, const float* res, float lo,  \
+                                   float hi, float* y) {                                                          \
+    ::LOWBIT_KERNEL_NS::dwconv::direct_s2<V>(x, g, masks, w, bias, planes, res, lo, hi, y);                       \
+  }                                                                                                               \
   void f32_dwconv_lanes__##ISA(const float* x, size_t cn, const ::lowbit::F32DwconvLanesGeometry& g, const float* w, \
                                const float* bias, const float* res, float lo, float hi, float* y, float* scratch) { \
     ::LOWBIT_KERNEL_NS::dwconv::lanes_group<V>(x, cn, g, w, bias, res, lo, hi, y, scratch);                       \
@@ -405,8 +496,10 @@ void lanes_group(const float* x, size_t cn, const ::lowbit::F32DwconvLanesGeomet
                                                       &f32_dwconv_store__##ISA,                                   \
                                                       &f32_dwconv_split__##ISA,                                   \
                                                       V::kMaskedLoads ? &f32_dwconv_direct__##ISA : nullptr,      \
+                                                      V::kMaskedLoads ? &f32_dwconv_direct_s2__##ISA : nullptr,   \
                                                       &f32_dwconv_lanes__##ISA,                                   \
                                                       &f32_gconv_lanes__##ISA,                                    \
-                                                      DIRECT_MAX_N};                                              \
+                                                      DIRECT_MAX_N,                               \
+                                                      S2_MAX_N};                                                  \
     return &k;                                                                                                    \
   }

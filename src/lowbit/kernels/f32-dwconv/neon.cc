@@ -5,5 +5,5 @@
 
 namespace LOWBIT_KERNEL_NS {
 // No masked load: the split path everywhere (README.md).
-LOWBIT_F32_DWCONV_KERNELS(neon, simd::NeonF, 0)
+LOWBIT_F32_DWCONV_KERNELS(neon, simd::NeonF, 0, 0)
 }  // namespace LOWBIT_KERNEL_NS
