@@ -457,6 +457,8 @@ TEST(F32Kernels, BlockingFollowsTheCachesWithoutChangingResults) {
       {.C = 64, .H = 56, .W = 56, .M = 64, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}, .act_min = 0},
       {.C = 256, .H = 28, .W = 28, .M = 128, .KH = 1, .KW = 1, .residual = true},
       {.C = 512, .H = 7, .W = 7, .M = 200, .KH = 1, .KW = 1, .act_min = 0},  // channels on the lanes
+      // MnasNet's 14x14 projection: 3 channel panels, so 2 and 3 threads split the pixel rows too.
+      {.C = 576, .H = 14, .W = 14, .M = 96, .KH = 1, .KW = 1, .residual = true, .act_min = -1, .act_max = 1},
       {.C = 300, .H = 14, .W = 14, .M = 96, .KH = 3, .KW = 3, .pads = {1, 1, 1, 1}},  // 2 K blocks
       // DenseNet's 128 -> 32 3x3, odd: Winograd's fused walk on 1-8 MB L2s (chunks of 1 to all
       // panels), two-phase on 64 KB, so the two walks must agree to the byte.

@@ -386,7 +386,12 @@ class Conv2dIgemmChannelsF32 final : public Kernel {
     const int64_t threads = pool.size();
     const int64_t per_task =
         std::max<int64_t>(1, std::min({ncp_ / (2 * threads), scratch_l1_bytes_ / (OHW_ * nr_ * 4), int64_t{4}}));
-    const int64_t tasks = std::min(ncp_, ceil_div(ceil_div(ncp_, per_task), threads) * threads);
+    const int64_t ctasks = std::min(ncp_, ceil_div(ceil_div(ncp_, per_task), threads) * threads);
+    // Fewer channel panels than two per thread (MnasNet's 14x14 projections to 80-96 channels: 3
+    // panels, 2 on one thread and 1 on the other) also split the pixel rows: each task then streams
+    // its panels' weights for its rows only, and the threads get even shares.
+    const int64_t rsplit = threads > 1 && ctasks < 2 * threads ? std::min(nrows, ceil_div(2 * threads, ctasks)) : 1;
+    const int64_t tasks = ctasks * rsplit;
     for (int64_t n = 0; n < p_.N; ++n) {
       const float* xn = x + n * p_.C * p_.H * p_.W;
       if (pad_) {
@@ -400,9 +405,12 @@ class Conv2dIgemmChannelsF32 final : public Kernel {
       const float* rn = res ? res + n * p_.M * OHW_ : nullptr;
       float* yn = y + n * p_.M * OHW_;
       pool.parallel_for(tasks, [&](int64_t t, int) {
-        const int64_t j0 = ncp_ * t / tasks, j1 = ncp_ * (t + 1) / tasks;
-        gemm(ws, j0, j1);
-        write_back(ws, j0 * nr_, std::min(p_.M, j1 * nr_), rn, yn);
+        const int64_t ct = t / rsplit, rs = t % rsplit;
+        const int64_t j0 = ncp_ * ct / ctasks, j1 = ncp_ * (ct + 1) / ctasks;
+        const int64_t i0 = nrows * rs / rsplit, i1 = nrows * (rs + 1) / rsplit;
+        gemm(ws, j0, j1, i0, i1);
+        write_back(ws, j0 * nr_, std::min(p_.M, j1 * nr_), row0_[static_cast<size_t>(i0)],
+                   row0_[static_cast<size_t>(i1)], rn, yn);
       });
     }
   }
@@ -438,8 +446,8 @@ class Conv2dIgemmChannelsF32 final : public Kernel {
   // Channel panels [j0, j1) over all K blocks into the scratch: per panel OHW x nr, contiguous
   // (rows a power-of-two apart would fight over a few L1 sets). Bias enters with the first block;
   // the residual and the clamp with write_back.
-  void gemm(const Scratch& ws, int64_t j0, int64_t j1) const {
-    const int64_t ld = nr_, nrows = static_cast<int64_t>(row0_.size()) - 1;
+  void gemm(const Scratch& ws, int64_t j0, int64_t j1, int64_t i0, int64_t i1) const {
+    const int64_t ld = nr_, nrows = i1 - i0;
     const float* packed = packed_.data();
     for (int64_t kb = 0; kb < nkb_; ++kb) {
       const int64_t kc = std::min(kc_, K_ - kb * kc_);
@@ -453,11 +461,11 @@ class Conv2dIgemmChannelsF32 final : public Kernel {
         // tile prefetches its share of this task's next panel instead.
         const int64_t next = j + 1 < j1 ? kb * ncp_ + j + 1 : kb + 1 < nkb_ ? (kb + 1) * ncp_ + j0 : -1;
         const int64_t lines = next < 0 ? 0 : kc_ * nr_ * 4 / 64, share = ceil_div(lines, nrows);
-        for (int64_t i = 0; i < nrows; ++i) {
+        for (int64_t i = i0; i < i1; ++i) {
           const int64_t q0 = row0_[static_cast<size_t>(i)], r = row0_[static_cast<size_t>(i) + 1] - q0;
           float* c = ws.ct + (j * OHW_ + q0) * nr_;
           e.init = kb == 0 ? nullptr : c;
-          const int64_t pf0 = std::min(lines, i * share);
+          const int64_t pf0 = std::min(lines, (i - i0) * share);
           e.prefetch = next < 0 ? nullptr : packed + next * kc_ * nr_ + pf0 * 16;
           e.prefetch_lines = static_cast<size_t>(std::min({lines - pf0, share, kc}));
           const F32GemmUkernel uk = (w_ == nr_ ? ks_.main : ks_.tail)[r];
@@ -468,14 +476,20 @@ class Conv2dIgemmChannelsF32 final : public Kernel {
     }
   }
 
-  // Channels [m0, m1) from the scratch into NCHW, adding the residual (if any), clamping, and
-  // the post-op on each panel's channels as they land (contiguous in NCHW).
-  void write_back(const Scratch& ws, int64_t m0, int64_t m1, const float* res, float* y) const {
+  // Channels [m0, m1) x pixels [q0, q1) from the scratch into NCHW, adding the residual (if any),
+  // clamping, and the post-op on each panel's channels as they land (contiguous in NCHW when the
+  // range is every pixel; one call per channel row otherwise).
+  void write_back(const Scratch& ws, int64_t m0, int64_t m1, int64_t q0, int64_t q1, const float* res, float* y) const {
     for (int64_t m = m0; m < m1; m += nr_) {  // m0 starts a channel panel
       const int64_t w = std::min(nr_, m1 - m);
-      ks_.transpose(static_cast<size_t>(OHW_), static_cast<size_t>(w), ws.ct + m * OHW_, static_cast<size_t>(nr_),
-                    res ? res + m * OHW_ : nullptr, y + m * OHW_, static_cast<size_t>(OHW_), p_.act_min, p_.act_max);
-      post_(y + m * OHW_, w * OHW_);
+      ks_.transpose(static_cast<size_t>(q1 - q0), static_cast<size_t>(w), ws.ct + m * OHW_ + q0 * nr_,
+                    static_cast<size_t>(nr_), res ? res + m * OHW_ + q0 : nullptr, y + m * OHW_ + q0,
+                    static_cast<size_t>(OHW_), p_.act_min, p_.act_max);
+      if (q1 - q0 == OHW_) {
+        post_(y + m * OHW_, w * OHW_);
+      } else {
+        for (int64_t c = m; c < m + w; ++c) post_(y + c * OHW_ + q0, q1 - q0);
+      }
     }
   }
 
