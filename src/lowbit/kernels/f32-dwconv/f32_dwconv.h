@@ -32,10 +32,9 @@ struct F32DwconvLanesGeometry {
 
 // The stride-2 direct path (`direct_s2`): an H x W input plane read in place, an OH x OW output
 // plane, a KH x KW kernel at stride 2 and dilation 1, padding pad_top / pad_left (any bottom / right
-// padding is implied by OH, OW). nvr: vectors per output row (OW rounded up to lanes); npairs:
-// column pairs per kernel row, (KW + 1) / 2.
+// padding is implied by OH, OW). nvr: vectors per output row (OW rounded up to lanes).
 struct F32DwconvS2Geometry {
-  size_t H, W, OH, OW, KH, KW, pad_top, pad_left, nvr, npairs;
+  size_t H, W, OH, OW, KH, KW, pad_top, pad_left, nvr;
 };
 
 struct F32DwconvKernels {
@@ -72,8 +71,9 @@ struct F32DwconvKernels {
   // the plane: fma(w, 0, acc) there, so the bits are those of split + flat + store. Each kernel row
   // reads 2 * lanes consecutive input floats per output vector and column pair p (ow0 = lanes * j,
   // from column 2 * ow0 + 2p - pad_left) and deinterleaves them into the even (kw = 2p) and odd
-  // (kw = 2p + 1) taps; masks[(j * npairs + p) * 2 + h] has bit i set where float h * lanes + i of
-  // those lies inside the row (0 <= column < W). Rows outside the plane are not read.
+  // (kw = 2p + 1) taps; masks[(j * npairs + p) * 2 + h], npairs = (KW + 1) / 2, has bit i set
+  // where float h * lanes + i of those lies inside the row (0 <= column < W). Rows outside the
+  // plane are not read.
   void (*direct_s2)(const float* x, const F32DwconvS2Geometry& g, const uint16_t* masks, const float* w,
                     const float* bias, size_t planes, const float* res, float lo, float hi, float* y);
   // Channels on the lanes, for one group of cn <= lanes channels: x holds their cn input planes
@@ -134,7 +134,7 @@ inline F32DwconvS2Geometry f32_dwconv_s2_plan(size_t H, size_t W, size_t OH, siz
         if (col >= 0 && col < static_cast<ptrdiff_t>(W))
           masks[(j * npairs + p) * 2 + i / lanes] |= static_cast<uint16_t>(1u << (i % lanes));
       }
-  return {H, W, OH, OW, KH, KW, pad_top, pad_left, nvr, npairs};
+  return {H, W, OH, OW, KH, KW, pad_top, pad_left, nvr};
 }
 
 }  // namespace lowbit

@@ -191,9 +191,10 @@ void direct(const float* x, const int32_t* off, const uint16_t* masks, const uin
 template <class V, int NV, size_t K>
 inline void s2_block(const float* x, const ::lowbit::F32DwconvS2Geometry& g, const uint16_t* masks, const float* w,
                      float bias, size_t k0, const float* res, typename V::Vec vlo, typename V::Vec vhi, float* y) {
-  constexpr size_t L = V::kLanes;
+  constexpr size_t L = V::kLanes, npairs = (K + 1) / 2;
   const ptrdiff_t W = static_cast<ptrdiff_t>(g.W);
   typename V::Vec acc[NV];
+  size_t q[NV];            // the output offset of the vector's first lane
   ptrdiff_t row0[NV];      // the input row of kernel row 0
   const float* base[NV];   // input row 0's column of the vector's first tap (not read unless in the row)
   const uint16_t* mk[NV];  // the vector's masks: [column pair][half]
@@ -201,12 +202,12 @@ inline void s2_block(const float* x, const ::lowbit::F32DwconvS2Geometry& g, con
   for (int v = 0; v < NV; ++v) {
     const size_t oh = (k0 + static_cast<size_t>(v)) / g.nvr, j = (k0 + static_cast<size_t>(v)) % g.nvr;
     acc[v] = V::set1(bias);
+    q[v] = oh * g.OW + L * j;
     row0[v] = static_cast<ptrdiff_t>(2 * oh) - static_cast<ptrdiff_t>(g.pad_top);
     base[v] = x + (static_cast<ptrdiff_t>(2 * L * j) - static_cast<ptrdiff_t>(g.pad_left));
-    mk[v] = masks + 2 * j * ((K + 1) / 2);
+    mk[v] = masks + 2 * j * npairs;
   }
   const typename V::Vec zero = V::set1(0.0f);
-  constexpr size_t npairs = (K + 1) / 2;
   for (size_t kh = 0; kh < K; ++kh) {
     const float* wr = w + kh * K;
 #pragma GCC unroll 8
@@ -217,7 +218,9 @@ inline void s2_block(const float* x, const ::lowbit::F32DwconvS2Geometry& g, con
 #pragma GCC unroll 4
       for (size_t p = 0; p < npairs; ++p) {
         typename V::Vec e = zero, o = zero;
-        if (in) V::deinterleave(V::load_lanes(s + 2 * p, mk[v][2 * p]), V::load_lanes(s + 2 * p + L, mk[v][2 * p + 1]), e, o);
+        if (in)
+          V::deinterleave(V::load_lanes(s + 2 * p, mk[v][2 * p]), V::load_lanes(s + 2 * p + L, mk[v][2 * p + 1]), e,
+                          o);
         acc[v] = V::fma(V::set1(wr[2 * p]), e, acc[v]);
         if (2 * p + 1 < K) acc[v] = V::fma(V::set1(wr[2 * p + 1]), o, acc[v]);
       }
@@ -225,10 +228,9 @@ inline void s2_block(const float* x, const ::lowbit::F32DwconvS2Geometry& g, con
   }
 #pragma GCC unroll 8
   for (int v = 0; v < NV; ++v) {
-    const size_t oh = (k0 + static_cast<size_t>(v)) / g.nvr, ow = L * ((k0 + static_cast<size_t>(v)) % g.nvr);
-    const size_t n = g.OW - ow < L ? g.OW - ow : L, q = oh * g.OW + ow;
-    typename V::Vec r = res ? V::add(acc[v], load_k<V>(res + q, n)) : acc[v];
-    store_k<V>(y + q, V::min(vhi, V::max(vlo, r)), n);
+    const size_t ow = L * ((k0 + static_cast<size_t>(v)) % g.nvr), n = g.OW - ow < L ? g.OW - ow : L;
+    typename V::Vec r = res ? V::add(acc[v], load_k<V>(res + q[v], n)) : acc[v];
+    store_k<V>(y + q[v], V::min(vhi, V::max(vlo, r)), n);
   }
 }
 
@@ -459,7 +461,7 @@ void lanes_group(const float* x, size_t cn, const ::lowbit::F32DwconvLanesGeomet
 }  // namespace LOWBIT_KERNEL_NS::dwconv
 
 // Each ISA file's two functions and its set from its traits type V.
-#define LOWBIT_F32_DWCONV_KERNELS(ISA, V, DIRECT_MAX_N, S2_MAX_N)                                                                       \
+#define LOWBIT_F32_DWCONV_KERNELS(ISA, V, DIRECT_MAX_N, S2_MAX_N)                                                \
   void f32_dwconv_flat__##ISA(const float* src, const int32_t* off, const float* w, size_t taps, float bias,       \
                               size_t n, float* out) {                                                             \
     ::LOWBIT_KERNEL_NS::dwconv::flat<V>(src, off, w, taps, bias, n, out);                                         \
@@ -499,7 +501,7 @@ void lanes_group(const float* x, size_t cn, const ::lowbit::F32DwconvLanesGeomet
                                                       V::kMaskedLoads ? &f32_dwconv_direct_s2__##ISA : nullptr,   \
                                                       &f32_dwconv_lanes__##ISA,                                   \
                                                       &f32_gconv_lanes__##ISA,                                    \
-                                                      DIRECT_MAX_N,                               \
+                                                      DIRECT_MAX_N,                                               \
                                                       S2_MAX_N};                                                  \
     return &k;                                                                                                    \
   }
